@@ -1,0 +1,209 @@
+//! `baremark`: the command-line tool.
+
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use clap::{Parser, Subcommand};
+
+use baremark::image::{self, Firmware, OnEnd, RunConfig};
+use baremark::qemu::{Accel, QemuOptions};
+use baremark::records::{Line, parse_log};
+use baremark::render;
+use baremark::session::{self, BootRequest, Event, Verdict};
+
+/// Exit status when the kernel reported failure.
+const EXIT_KERNEL_FAILURE: u8 = 1;
+/// Exit status for usage or setup errors (no QEMU, bad arguments, ...).
+const EXIT_ERROR: u8 = 2;
+/// Exit status when QEMU ended without an end record.
+const EXIT_NO_END: u8 = 3;
+/// Exit status when the run timed out.
+const EXIT_TIMEOUT: u8 = 4;
+
+#[derive(Parser)]
+#[command(name = "baremark", version, about = "Bare-metal x86_64 measurement unikernel: build images, boot them, read the report")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Boot the kernel in QEMU, stream its records, print the report; exit with its status.
+    Run(RunArgs),
+    /// Write bootable disk images (e.g. to `dd` onto a USB stick).
+    Image(ImageArgs),
+    /// Render the report from a saved serial log (e.g. captured from real hardware).
+    Report {
+        /// The log file (raw serial output).
+        log: PathBuf,
+    },
+}
+
+#[derive(clap::Args)]
+struct RunArgs {
+    /// Boot through UEFI (OVMF) instead of BIOS.
+    #[arg(long)]
+    uefi: bool,
+    /// Accelerator: auto probes KVM with a quick boot and falls back to TCG.
+    #[arg(long, value_enum, default_value = "auto")]
+    accel: Accel,
+    /// QEMU CPU model (default: host under KVM, max under TCG).
+    #[arg(long)]
+    cpu: Option<String>,
+    /// TCG only: `-icount shift=N`, so the TSC advances exactly 2^N per instruction.
+    #[arg(long, value_name = "SHIFT")]
+    icount: Option<u32>,
+    /// Seconds before the run is declared hung.
+    #[arg(long, default_value_t = 60)]
+    timeout: u64,
+    /// Keep the raw serial stream in this file.
+    #[arg(long)]
+    log: Option<PathBuf>,
+    /// Pass an argument to QEMU as it is (repeat for several).
+    #[arg(long = "qemu-arg", value_name = "ARG", allow_hyphen_values = true)]
+    qemu_args: Vec<String>,
+    /// Guest memory in MiB.
+    #[arg(long, default_value_t = 256)]
+    memory: u32,
+    /// Skip the APIC timer checks at boot.
+    #[arg(long)]
+    no_timer_checks: bool,
+    /// Also print the kernel's own text lines and the raw records.
+    #[arg(long)]
+    verbose: bool,
+    /// Test-only: make the kernel misbehave (page-fault, panic, invalid-opcode, stack-overflow, hang).
+    #[arg(long, hide = true)]
+    test: Option<String>,
+}
+
+#[derive(clap::Args)]
+struct ImageArgs {
+    /// Write a BIOS (MBR) image here.
+    #[arg(long, value_name = "FILE")]
+    bios: Option<PathBuf>,
+    /// Write a UEFI (GPT) image here.
+    #[arg(long, value_name = "FILE")]
+    uefi: Option<PathBuf>,
+    /// What the kernel does after its report: halt (real hardware) or exit QEMU.
+    #[arg(long, value_enum, default_value = "halt")]
+    on_end: OnEnd,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Run(args) => run(args),
+        Command::Image(args) => write_images(args).map(|()| ExitCode::SUCCESS),
+        Command::Report { log } => report(&log),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("baremark: error: {e:#}");
+            ExitCode::from(EXIT_ERROR)
+        }
+    }
+}
+
+fn run(args: RunArgs) -> Result<ExitCode> {
+    let firmware = if args.uefi { Firmware::Uefi } else { Firmware::Bios };
+    let mut qemu = QemuOptions::new(firmware, args.accel);
+    qemu.cpu = args.cpu;
+    qemu.icount = args.icount;
+    qemu.memory_mib = args.memory;
+    qemu.extra_args = args.qemu_args;
+    qemu.timeout = Duration::from_secs(args.timeout);
+    if args.icount.is_some() && args.accel == Accel::Kvm {
+        bail!("--icount needs TCG (QEMU counts instructions only under software emulation)");
+    }
+    // Make sure QEMU is there before spending time on anything else.
+    baremark::qemu::qemu_binary()?;
+
+    let (accel, reason) = if args.icount.is_some() && args.accel == Accel::Auto {
+        (Accel::Tcg, "--icount needs TCG".to_string())
+    } else {
+        session::resolve_accel(args.accel, &qemu)
+    };
+    qemu.accel = accel;
+    eprintln!("baremark: booting the {} image in QEMU with {} ({reason})", firmware.name(), accel.name());
+
+    let config = RunConfig { on_end: OnEnd::QemuExit, test: args.test, timer_checks: !args.no_timer_checks, extra_lines: Vec::new() };
+    let request = BootRequest { config, qemu, log: args.log.clone() };
+    let verbose = args.verbose;
+    let mut stdout = std::io::stdout();
+    let outcome = session::boot(&request, &mut |event| match event {
+        Event::Record(record, _) => {
+            if verbose {
+                let _ = writeln!(stdout, "  {}", record.value);
+            }
+            if let Some(lines) = render::record_lines(record) {
+                let _ = writeln!(stdout, "{lines}");
+            }
+            let _ = stdout.flush();
+        }
+        Event::Text(text) => {
+            if verbose {
+                let _ = writeln!(stdout, "  | {text}");
+            }
+        }
+    })?;
+    println!("{}", render::outcome_lines(&outcome, &reason));
+    if let Some(log) = &args.log {
+        eprintln!("baremark: serial log saved to {}", log.display());
+    }
+    Ok(ExitCode::from(match outcome.verdict() {
+        Verdict::Success => 0,
+        Verdict::KernelFailure(_) => EXIT_KERNEL_FAILURE,
+        Verdict::NoEndRecord(_) => EXIT_NO_END,
+        Verdict::Timeout => EXIT_TIMEOUT,
+    }))
+}
+
+fn write_images(args: ImageArgs) -> Result<()> {
+    if args.bios.is_none() && args.uefi.is_none() {
+        bail!("say where to write the image: --bios FILE and/or --uefi FILE");
+    }
+    let config = RunConfig { on_end: args.on_end, ..RunConfig::default() };
+    for (firmware, path) in [(Firmware::Bios, &args.bios), (Firmware::Uefi, &args.uefi)] {
+        if let Some(path) = path {
+            image::build_image(firmware, &config, path)?;
+            let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+            println!("wrote {} image: {} ({} KiB)", firmware.name(), path.display(), size / 1024);
+        }
+    }
+    println!("write it to a USB stick with: sudo dd if=IMAGE of=/dev/sdX bs=4M conv=fsync status=progress");
+    Ok(())
+}
+
+fn report(log: &PathBuf) -> Result<ExitCode> {
+    let bytes = std::fs::read(log).with_context(|| format!("reading {}", log.display()))?;
+    let text = String::from_utf8_lossy(&bytes);
+    let mut end_status = None;
+    let mut records = 0;
+    for line in parse_log(&text) {
+        if let Line::Record(record) = line {
+            records += 1;
+            if record.kind == "end" {
+                end_status = record.str("status").map(str::to_string);
+            }
+            if let Some(lines) = render::record_lines(&record) {
+                println!("{lines}");
+            }
+        }
+    }
+    if records == 0 {
+        bail!("{} holds no baremark records (is it the raw serial output at 115200 baud?)", log.display());
+    }
+    Ok(match end_status.as_deref() {
+        Some("ok") => ExitCode::SUCCESS,
+        Some(_) => ExitCode::from(EXIT_KERNEL_FAILURE),
+        None => {
+            eprintln!("baremark: the log has no end record: the run did not finish (or the capture stopped early)");
+            ExitCode::from(EXIT_NO_END)
+        }
+    })
+}

@@ -1,0 +1,262 @@
+//! The human-readable boot report, rendered from records (live or from a saved log).
+
+use std::fmt::Write as _;
+
+use serde_json::Value;
+
+use crate::records::{Record, SCHEMA_VERSION};
+use crate::session::{RunOutcome, Verdict};
+
+/// Formats Hz as MHz with three decimals.
+pub fn mhz(hz: u64) -> String {
+    let khz = (hz + 500) / 1000;
+    format!("{}.{:03} MHz", khz / 1000, khz % 1000)
+}
+
+fn s<'a>(r: &'a Record, key: &str) -> &'a str {
+    r.str(key).unwrap_or("?")
+}
+
+fn label(name: &str) -> String {
+    format!("{name:<8} ")
+}
+
+/// The report line(s) for one record, or `None` for records that need no line.
+pub fn record_lines(r: &Record) -> Option<String> {
+    let mut out = match r.kind.as_str() {
+        "boot" => {
+            let mem = r.get("memory");
+            let cfg = r.get("config");
+            let usable = mem.get("usable_bytes").and_then(Value::as_u64).unwrap_or(0) >> 20;
+            let test = cfg.get("test").and_then(Value::as_str).unwrap_or("none");
+            let test = if test == "none" { String::new() } else { format!(" | TEST {test}") };
+            format!(
+                "{}{} {} | firmware {} | {} MiB usable | config from {}{}",
+                label("boot"),
+                s(r, "kernel"),
+                s(r, "version"),
+                s(r, "firmware"),
+                usable,
+                cfg.get("source").and_then(Value::as_str).unwrap_or("?"),
+                test
+            )
+        }
+        "cpu" => {
+            let features = r.get("features").as_object();
+            let (have, lack): (Vec<_>, Vec<_>) =
+                features.into_iter().flatten().partition(|(_, v)| v.as_bool().unwrap_or(false));
+            let names = |v: Vec<(&String, &Value)>| v.into_iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>().join(" ");
+            let prot = r
+                .get("protections")
+                .as_object()
+                .map(|o| {
+                    o.iter().map(|(k, v)| format!("{k} {}", v.as_str().unwrap_or("?"))).collect::<Vec<_>>().join(", ")
+                })
+                .unwrap_or_default();
+            format!(
+                "{}{} family {:#x} model {:#x} stepping {} \"{}\" | hypervisor {}\n{}features: {}\n{}lacking:  {}\n{}protections: {}",
+                label("cpu"),
+                s(r, "vendor"),
+                r.u64("family").unwrap_or(0),
+                r.u64("model").unwrap_or(0),
+                r.u64("stepping").unwrap_or(0),
+                s(r, "brand"),
+                r.str("hypervisor").or(r.str("hypervisor_signature")).unwrap_or("none"),
+                label(""),
+                names(have),
+                label(""),
+                names(lack),
+                label(""),
+                prot
+            )
+        }
+        "checks" => format!(
+            "{}breakpoint resume {} | MSR #GP recovery {} | MSR write allow-list {}",
+            label("checks"),
+            s(r, "breakpoint_resume"),
+            s(r, "msr_gp_recovery"),
+            s(r, "msr_write_allow_list")
+        ),
+        "tsc" => {
+            let head = match r.u64("hz") {
+                Some(hz) => match r.u64("uncertainty_ppm") {
+                    Some(ppm) => format!(
+                        "{} +/- {ppm} ppm ({}, {} samples)",
+                        mhz(hz),
+                        s(r, "method"),
+                        r.u64("samples").unwrap_or(0)
+                    ),
+                    None => format!("{} ({})", mhz(hz), s(r, "method")),
+                },
+                None => "frequency unknown".to_string(),
+            };
+            let pit = match (r.u64("pit_hz"), r.str("method")) {
+                (Some(p), Some(m)) if m != "pit-calibration" => format!(" | PIT check {}", mhz(p)),
+                _ => String::new(),
+            };
+            let invariant = if r.get("invariant").as_bool() == Some(true) { "invariant" } else { "not invariant" };
+            format!("{}{head}{pit} | {invariant}", label("tsc"))
+        }
+        "apic" => {
+            let checks = r.get("timer_checks");
+            let c = |k: &str| checks.get(k).and_then(Value::as_str).unwrap_or("?").to_string();
+            let latency = checks
+                .get("deadline_latency_tsc")
+                .and_then(Value::as_u64)
+                .map(|t| format!(" (fired {t} TSC ticks after the deadline)"))
+                .unwrap_or_default();
+            format!(
+                "{}{} id {} | timer {} | one-shot {} | periodic {} | tsc-deadline {}{}",
+                label("apic"),
+                s(r, "mode"),
+                r.u64("id").unwrap_or(0),
+                r.u64("timer_hz").map_or("not measured".into(), mhz),
+                c("one_shot"),
+                c("periodic"),
+                c("tsc_deadline"),
+                latency
+            )
+        }
+        "pmu" => {
+            let intel = r.get("intel");
+            let version = intel.get("version").and_then(Value::as_u64).unwrap_or(0);
+            let counters = if version > 0 {
+                format!(
+                    " | v{version}: {} GP x {} bits, {} fixed x {} bits",
+                    intel.get("gp_counters").and_then(Value::as_u64).unwrap_or(0),
+                    intel.get("gp_width").and_then(Value::as_u64).unwrap_or(0),
+                    intel.get("fixed_counters").and_then(Value::as_u64).unwrap_or(0),
+                    intel.get("fixed_width").and_then(Value::as_u64).unwrap_or(0)
+                )
+            } else {
+                String::new()
+            };
+            let backend = r.str("backend").unwrap_or("no PMU driver yet");
+            format!("{}{}{counters} | {backend}", label("pmu"), s(r, "summary"))
+        }
+        "config_error" => match r.u64("line") {
+            Some(line) => format!("{}run.cfg line {line}: {}", label("config"), s(r, "message")),
+            None => format!("{}{}", label("config"), s(r, "message")),
+        },
+        "error" => format!("{}[{}] {}", label("ERROR"), s(r, "source"), s(r, "message")),
+        "fault" => {
+            let mut line = format!(
+                "{}{}-mode {} {} (vector {}) at rip {} | error code {} | rsp {}",
+                label("FAULT"),
+                s(r, "mode"),
+                s(r, "mnemonic"),
+                s(r, "name"),
+                r.u64("vector").unwrap_or(0),
+                s(r, "rip"),
+                s(r, "error_code"),
+                s(r, "rsp")
+            );
+            if let Some(cr2) = r.str("cr2") {
+                let flags: Vec<&str> = r.get("page_fault").as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+                let _ = write!(line, " | cr2 {cr2} ({})", flags.join(", "));
+            }
+            line
+        }
+        "panic" => format!(
+            "{}{}:{}:{}: {}",
+            label("PANIC"),
+            s(r, "file"),
+            r.u64("line").unwrap_or(0),
+            r.u64("column").unwrap_or(0),
+            s(r, "message")
+        ),
+        "end" => {
+            let irq = r.get("interrupts");
+            let n = |k: &str| irq.get(k).and_then(Value::as_u64).unwrap_or(0);
+            let status = match r.str("status") {
+                Some("ok") => "ok".to_string(),
+                Some(other) => format!("{} ({})", other.to_uppercase(), r.str("reason").unwrap_or("no reason")),
+                None => "?".into(),
+            };
+            format!(
+                "{}{status} | interrupts: timer {}, nmi {}, spurious {}, unexpected {}",
+                label("end"),
+                n("timer"),
+                n("nmi"),
+                n("spurious_apic") + n("spurious_pic"),
+                n("unexpected")
+            )
+        }
+        other => format!("{}{}", label(other), r.value),
+    };
+    if let Some(v) = r.version().filter(|&v| v != SCHEMA_VERSION) {
+        let _ = write!(out, "  [record schema v{v}; this tool knows v{SCHEMA_VERSION}]");
+    }
+    Some(out)
+}
+
+/// The closing lines of `baremark run`: how QEMU ran and the verdict.
+pub fn outcome_lines(outcome: &RunOutcome, accel_reason: &str) -> String {
+    let secs = |d: Option<std::time::Duration>| d.map_or("never".to_string(), |d| format!("{:.2} s", d.as_secs_f64()));
+    let mut out = format!(
+        "{}{} ({accel_reason}) | {} firmware\n{}first record after {} | end record after {} | QEMU exit status {} | total {:.2} s",
+        label("qemu"),
+        outcome.accel.name(),
+        outcome.firmware.name(),
+        label(""),
+        secs(outcome.first_record_after),
+        secs(outcome.end_record_after),
+        outcome.qemu_status.map_or("none (killed)".to_string(), |s| s.to_string()),
+        outcome.total.as_secs_f64()
+    );
+    match outcome.verdict() {
+        Verdict::Success => {}
+        Verdict::KernelFailure(reason) => {
+            let _ = write!(out, "\n{}the kernel reported failure: {reason}", label("result"));
+        }
+        Verdict::NoEndRecord(reason) => {
+            let _ = write!(out, "\n{}no end record: {reason}\n{}last serial lines:\n{}", label("result"), label(""), outcome.tail_text());
+        }
+        Verdict::Timeout => {
+            let _ = write!(
+                out,
+                "\n{}timed out after {:.0} s without an end record\n{}last serial lines:\n{}",
+                label("result"),
+                outcome.total.as_secs_f64(),
+                label(""),
+                outcome.tail_text()
+            );
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::records::{Line, parse_line};
+
+    fn rec(json: &str) -> Record {
+        match parse_line(json) {
+            Line::Record(r) => r,
+            Line::Text(t) => panic!("not a record: {t}"),
+        }
+    }
+
+    #[test]
+    fn renders_known_records() {
+        let tsc = rec(r#"{"type":"tsc","v":1,"hz":2994123456,"method":"pit-calibration","uncertainty_ppm":12,"samples":5,"invariant":false}"#);
+        assert_eq!(record_lines(&tsc).unwrap(), "tsc      2994.123 MHz +/- 12 ppm (pit-calibration, 5 samples) | not invariant");
+        let fault = rec(
+            r##"{"type":"fault","v":1,"mode":"kernel","vector":14,"mnemonic":"#PF","name":"page-fault","rip":"0x1","error_code":"0x0","rsp":"0x2","cr2":"0xdead","page_fault":["not-present","read","supervisor"]}"##,
+        );
+        let line = record_lines(&fault).unwrap();
+        assert!(line.starts_with("FAULT    kernel-mode #PF page-fault (vector 14)"), "{line}");
+        assert!(line.contains("cr2 0xdead (not-present, read, supervisor)"), "{line}");
+        let end = rec(r#"{"type":"end","v":1,"status":"fail","reason":"kernel panic","interrupts":{"timer":7}}"#);
+        assert_eq!(record_lines(&end).unwrap(), "end      FAIL (kernel panic) | interrupts: timer 7, nmi 0, spurious 0, unexpected 0");
+    }
+
+    #[test]
+    fn unknown_types_and_versions_are_shown_not_dropped() {
+        let r = rec(r#"{"type":"future","v":2,"x":1}"#);
+        let line = record_lines(&r).unwrap();
+        assert!(line.starts_with("future"));
+        assert!(line.contains("schema v2"));
+    }
+}

@@ -1,0 +1,155 @@
+//! CPU control: control registers, protections, the time-stamp counter, interrupts, halting.
+
+use raw_cpuid::CpuId;
+use x86_64::instructions::interrupts;
+use x86_64::registers::control::{Cr0, Cr0Flags, Cr2, Cr4, Cr4Flags};
+
+use crate::msr;
+
+/// Reads the time-stamp counter.
+#[inline(always)]
+pub fn rdtsc() -> u64 {
+    // SAFETY: RDTSC only reads the counter (CR4.TSD is never set by this kernel).
+    unsafe { core::arch::x86_64::_rdtsc() }
+}
+
+/// Reads the time-stamp counter after all earlier instructions have completed
+/// (`lfence; rdtsc`), so the reading is not taken early by out-of-order execution.
+#[inline(always)]
+pub fn rdtsc_ordered() -> u64 {
+    // SAFETY: LFENCE and RDTSC have no side effects besides ordering and reading the TSC.
+    unsafe {
+        core::arch::x86_64::_mm_lfence();
+        core::arch::x86_64::_rdtsc()
+    }
+}
+
+/// The faulting linear address of the last page fault.
+pub fn cr2() -> u64 {
+    Cr2::read_raw()
+}
+
+/// Raw CR0.
+pub fn cr0() -> u64 {
+    Cr0::read_raw()
+}
+
+/// Raw CR4.
+pub fn cr4() -> u64 {
+    Cr4::read_raw()
+}
+
+/// Enables maskable interrupts.
+pub fn enable_interrupts() {
+    interrupts::enable();
+}
+
+/// Disables maskable interrupts.
+pub fn disable_interrupts() {
+    interrupts::disable();
+}
+
+/// Enables interrupts and halts until one arrives, atomically (`sti; hlt`), so an interrupt
+/// that becomes pending between the two cannot be missed. Interrupts stay enabled.
+pub fn enable_interrupts_and_halt() {
+    interrupts::enable_and_hlt();
+}
+
+/// Whether RFLAGS.IF is set.
+pub fn interrupts_enabled() -> bool {
+    interrupts::are_enabled()
+}
+
+/// Stops this CPU for good: interrupts off, then HLT in a loop (an NMI would wake it).
+pub fn halt_forever() -> ! {
+    loop {
+        interrupts::disable();
+        x86_64::instructions::hlt();
+    }
+}
+
+/// What happened to one protection feature at boot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Protection {
+    /// Turned on by the kernel.
+    Enabled,
+    /// Already on when the kernel started (the bootloader turns on NX and WP).
+    AlreadyOn,
+    /// The CPU does not have the feature.
+    Unsupported,
+    /// The CPU advertises the feature but refused to enable it.
+    Failed,
+}
+
+/// The protections the kernel turns on where the CPU has them.
+#[derive(Clone, Copy, Debug)]
+pub struct Protections {
+    /// No-execute pages (EFER.NXE).
+    pub nx: Protection,
+    /// Supervisor-mode execution prevention (CR4.SMEP): the kernel never runs user pages.
+    pub smep: Protection,
+    /// Supervisor-mode access prevention (CR4.SMAP): the kernel never touches user pages
+    /// by accident; deliberate copies will use STAC/CLAC.
+    pub smap: Protection,
+    /// User-mode instruction prevention (CR4.UMIP): SGDT, SIDT, SLDT, SMSW, STR fault in ring 3.
+    pub umip: Protection,
+    /// Write protection of read-only pages in ring 0 (CR0.WP).
+    pub wp: Protection,
+}
+
+/// Turns on NX, SMEP, SMAP, UMIP and CR0.WP where the CPU has them.
+pub fn enable_protections() -> Protections {
+    let cpuid = CpuId::new();
+    let ext = cpuid.get_extended_processor_and_feature_identifiers();
+    let leaf7 = cpuid.get_extended_feature_info();
+    let has_nx = ext.as_ref().is_some_and(|e| e.has_execute_disable());
+    let has_smep = leaf7.as_ref().is_some_and(|f| f.has_smep());
+    let has_smap = leaf7.as_ref().is_some_and(|f| f.has_smap());
+    let has_umip = leaf7.as_ref().is_some_and(|f| f.has_umip());
+
+    let nx = if !has_nx {
+        Protection::Unsupported
+    } else {
+        const NXE: u64 = 1 << 11;
+        match msr::read(msr::addr::IA32_EFER) {
+            Ok(efer) if efer & NXE != 0 => Protection::AlreadyOn,
+            Ok(efer) => {
+                // SAFETY: setting EFER.NXE only gives meaning to bit 63 of page-table
+                // entries, which the bootloader and this kernel use for no-execute already.
+                match unsafe { msr::write_privileged(msr::addr::IA32_EFER, efer | NXE) } {
+                    Ok(()) => Protection::Enabled,
+                    Err(_) => Protection::Failed,
+                }
+            }
+            Err(_) => Protection::Failed,
+        }
+    };
+
+    let wp = if Cr0::read().contains(Cr0Flags::WRITE_PROTECT) {
+        Protection::AlreadyOn
+    } else {
+        // SAFETY: CR0.WP only makes ring-0 writes honour read-only pages; the kernel never
+        // writes through a read-only mapping on purpose.
+        unsafe { Cr0::update(|f| f.insert(Cr0Flags::WRITE_PROTECT)) };
+        Protection::Enabled
+    };
+
+    let set_cr4 = |present: bool, flag: Cr4Flags| {
+        if !present {
+            Protection::Unsupported
+        } else if Cr4::read().contains(flag) {
+            Protection::AlreadyOn
+        } else {
+            // SAFETY: the CPU advertises the feature (checked above). SMEP/SMAP/UMIP only
+            // restrict what ring 0 may do with user pages and what ring 3 may execute; no user
+            // mappings exist yet and the kernel does not touch user memory without STAC.
+            unsafe { Cr4::update(|f| f.insert(flag)) };
+            Protection::Enabled
+        }
+    };
+    let smep = set_cr4(has_smep, Cr4Flags::SUPERVISOR_MODE_EXECUTION_PROTECTION);
+    let smap = set_cr4(has_smap, Cr4Flags::SUPERVISOR_MODE_ACCESS_PREVENTION);
+    let umip = set_cr4(has_umip, Cr4Flags::USER_MODE_INSTRUCTION_PREVENTION);
+
+    Protections { nx, smep, smap, umip, wp }
+}

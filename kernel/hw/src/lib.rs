@@ -1,0 +1,60 @@
+//! baremark-hw: the hardware layer of the baremark kernel.
+//!
+//! This is the only crate of the kernel that may contain `unsafe`. Everything that touches the
+//! machine directly lives here, one module per job, and offers a safe interface to the kernel
+//! crate (which is `#![deny(unsafe_code)]`):
+//!
+//! | module    | job                                                                      |
+//! |-----------|--------------------------------------------------------------------------|
+//! | `boot`    | takes the bootloader's hand-off and brings the machine up in order        |
+//! | `serial`  | COM1 (16550 UART) output, with a lock-free path for fatal reports         |
+//! | `port`    | raw port I/O (crate-private) and the QEMU isa-debug-exit device           |
+//! | `msr`     | **every** RDMSR/WRMSR of the kernel, all #GP-safe                         |
+//! | `cpu`     | control registers, CPU protections (NX/SMEP/SMAP/UMIP), TSC, halting      |
+//! | `gdt`     | GDT with kernel and user segments, TSS with IST stacks                    |
+//! | `trap`    | IDT, the 256 entry stubs and `trap_common`: every way into the kernel     |
+//! |           | through an interrupt or exception                                         |
+//! | `paging`  | page-table helpers over the bootloader's physical-memory mapping          |
+//! | `frames`  | physical frame allocator over the memory map (pure; host-tested)          |
+//! | `heap`    | the kernel heap (linked_list_allocator)                                   |
+//! | `apic`    | the local APIC, x2APIC or xAPIC                                           |
+//! | `pic`     | the legacy 8259 pair: remapped and masked                                 |
+//! | `pit`     | the 8254 PIT channel 2, the reference clock for TSC calibration           |
+//! | `layout`  | the kernel's virtual-memory layout and the bootloader configuration       |
+//!
+//! To find every MSR write: search for `wrmsr` (only `msr.rs` has the instruction).
+//! To find every kernel entry from ring 3: search for `KERNEL ENTRY` (the trap stubs in `trap.rs`;
+//! the `syscall` entry joins them when ring-3 tasks arrive).
+//!
+//! On the host (`cargo test`), only the hardware-independent parts (`frames`, `layout`
+//! constants) are compiled, so they can be unit-tested.
+#![no_std]
+#![deny(clippy::undocumented_unsafe_blocks)]
+
+pub mod frames;
+pub mod layout;
+
+#[cfg(target_os = "none")]
+pub mod apic;
+#[cfg(target_os = "none")]
+pub mod boot;
+#[cfg(target_os = "none")]
+pub mod cpu;
+#[cfg(target_os = "none")]
+pub mod gdt;
+#[cfg(target_os = "none")]
+pub mod heap;
+#[cfg(target_os = "none")]
+pub mod msr;
+#[cfg(target_os = "none")]
+pub mod paging;
+#[cfg(target_os = "none")]
+pub mod pic;
+#[cfg(target_os = "none")]
+pub mod pit;
+#[cfg(target_os = "none")]
+pub mod port;
+#[cfg(target_os = "none")]
+pub mod serial;
+#[cfg(target_os = "none")]
+pub mod trap;

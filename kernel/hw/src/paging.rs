@@ -1,0 +1,158 @@
+//! Page tables: helpers over the bootloader's page tables, reached through its mapping of all
+//! physical memory at a fixed offset.
+
+use spin::Mutex;
+use x86_64::structures::paging::mapper::{MapToError, Translate};
+use x86_64::structures::paging::{
+    FrameAllocator, Mapper, OffsetPageTable, Page, PageTable, PageTableFlags, PhysFrame, Size4KiB,
+};
+use x86_64::{PhysAddr, VirtAddr};
+
+use crate::frames::RegionFrameAllocator;
+
+static PAGE_TABLE: Mutex<Option<OffsetPageTable<'static>>> = Mutex::new(None);
+static FRAMES: Mutex<Option<RegionFrameAllocator>> = Mutex::new(None);
+static PHYS_OFFSET: spin::Once<u64> = spin::Once::new();
+
+/// Why a mapping failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MapError {
+    /// Out of physical memory (for the page or its page tables).
+    OutOfFrames,
+    /// The virtual page is already mapped.
+    AlreadyMapped,
+    /// Paging was not initialised.
+    NotInitialised,
+}
+
+/// Memory facts for the boot report.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct FrameStats {
+    pub usable_bytes: u64,
+    pub usable_regions: usize,
+    pub dropped_regions: usize,
+    pub allocated_frames: u64,
+    pub free_frames: u64,
+}
+
+/// Adapter so the x86_64 crate's mapper can take frames from the region allocator.
+struct Frames<'a>(&'a mut RegionFrameAllocator);
+
+// SAFETY: `RegionFrameAllocator` only returns frame-aligned frames from regions the bootloader
+// reported as usable (free), and never returns the same frame twice (unit-tested in `frames`).
+unsafe impl FrameAllocator<Size4KiB> for Frames<'_> {
+    fn allocate_frame(&mut self) -> Option<PhysFrame<Size4KiB>> {
+        self.0.allocate().map(|a| PhysFrame::containing_address(PhysAddr::new(a)))
+    }
+}
+
+/// Takes over the active page tables and the usable memory.
+///
+/// # Safety
+/// `phys_offset` must be the offset at which the bootloader mapped all physical memory, the
+/// active CR3 must be the bootloader's tables, and `frames` must contain only free memory.
+pub(crate) unsafe fn init(phys_offset: u64, frames: RegionFrameAllocator) {
+    PHYS_OFFSET.call_once(|| phys_offset);
+    let (l4_frame, _) = x86_64::registers::control::Cr3::read();
+    let l4_virt = phys_offset + l4_frame.start_address().as_u64();
+    // SAFETY: the caller guarantees that physical memory is mapped at `phys_offset`, so the
+    // level-4 table is reachable there; this is the only reference to it from now on.
+    let l4: &'static mut PageTable = unsafe { &mut *(l4_virt as *mut PageTable) };
+    // SAFETY: as above, all physical memory is mapped at `phys_offset`.
+    let table = unsafe { OffsetPageTable::new(l4, VirtAddr::new(phys_offset)) };
+    *PAGE_TABLE.lock() = Some(table);
+    *FRAMES.lock() = Some(frames);
+}
+
+/// The virtual address at which physical address `phys` is mapped.
+pub fn phys_to_virt(phys: u64) -> Option<u64> {
+    PHYS_OFFSET.get().map(|off| off + phys)
+}
+
+/// The physical address `virt` maps to, if any.
+pub fn translate(virt: u64) -> Option<u64> {
+    let guard = PAGE_TABLE.lock();
+    let table = guard.as_ref()?;
+    table.translate_addr(VirtAddr::try_new(virt).ok()?).map(|p| p.as_u64())
+}
+
+/// Statistics of the frame allocator.
+pub fn frame_stats() -> FrameStats {
+    match FRAMES.lock().as_ref() {
+        Some(f) => FrameStats {
+            usable_bytes: f.usable_bytes(),
+            usable_regions: f.regions().len(),
+            dropped_regions: f.dropped_regions(),
+            allocated_frames: f.allocated_frames(),
+            free_frames: f.free_frames(),
+        },
+        None => FrameStats::default(),
+    }
+}
+
+/// Maps `count` fresh zeroed frames at `virt` (page-aligned) with `flags`.
+///
+/// # Safety
+/// The virtual range must be reserved for the caller (see `layout`) so the new mapping cannot
+/// alias memory Rust already references.
+pub(crate) unsafe fn map_fresh(virt: u64, count: u64, flags: PageTableFlags) -> Result<u64, MapError> {
+    let mut table = PAGE_TABLE.lock();
+    let table = table.as_mut().ok_or(MapError::NotInitialised)?;
+    let mut frames = FRAMES.lock();
+    let frames = frames.as_mut().ok_or(MapError::NotInitialised)?;
+    let offset = *PHYS_OFFSET.get().ok_or(MapError::NotInitialised)?;
+    for i in 0..count {
+        let Some(phys) = frames.allocate() else { return Ok(i) };
+        // SAFETY: the frame is free memory, mapped at `offset + phys`; zeroing it touches no
+        // live object.
+        unsafe { core::ptr::write_bytes((offset + phys) as *mut u8, 0, 4096) };
+        let page = Page::<Size4KiB>::containing_address(VirtAddr::new(virt + i * 4096));
+        let frame = PhysFrame::containing_address(PhysAddr::new(phys));
+        // SAFETY: the caller reserved the virtual range; the frame is fresh.
+        let flush = unsafe { table.map_to(page, frame, flags, &mut Frames(frames)) }.map_err(map_err)?;
+        flush.flush();
+    }
+    Ok(count)
+}
+
+/// Maps the physical page `phys` at `virt` uncached (for device registers).
+///
+/// # Safety
+/// `virt` must be reserved for this device (see `layout`) and `phys` must be device memory,
+/// not RAM that Rust owns.
+pub(crate) unsafe fn map_device_page(virt: u64, phys: u64) -> Result<(), MapError> {
+    let mut table = PAGE_TABLE.lock();
+    let table = table.as_mut().ok_or(MapError::NotInitialised)?;
+    let mut frames = FRAMES.lock();
+    let frames = frames.as_mut().ok_or(MapError::NotInitialised)?;
+    let page = Page::<Size4KiB>::containing_address(VirtAddr::new(virt));
+    let frame = PhysFrame::containing_address(PhysAddr::new(phys));
+    let flags = PageTableFlags::PRESENT
+        | PageTableFlags::WRITABLE
+        | PageTableFlags::NO_CACHE
+        | PageTableFlags::WRITE_THROUGH
+        | PageTableFlags::NO_EXECUTE;
+    // SAFETY: the caller reserved `virt` and vouches that `phys` is device memory.
+    let flush = unsafe { table.map_to(page, frame, flags, &mut Frames(frames)) }.map_err(map_err)?;
+    flush.flush();
+    Ok(())
+}
+
+fn map_err(e: MapToError<Size4KiB>) -> MapError {
+    match e {
+        MapToError::FrameAllocationFailed => MapError::OutOfFrames,
+        MapToError::PageAlreadyMapped(_) | MapToError::ParentEntryHugePage => MapError::AlreadyMapped,
+    }
+}
+
+/// Reads one byte from `addr` after checking that no page is mapped there, to provoke a page
+/// fault on purpose (test boot configurations prove the fault report with it). Returns `None`
+/// without touching memory if `addr` is mapped or not canonical.
+pub fn read_unmapped(addr: u64) -> Option<u8> {
+    if VirtAddr::try_new(addr).is_err() || translate(addr).is_some() {
+        return None;
+    }
+    // SAFETY: no page is mapped at `addr` (checked just above), so the read cannot observe or
+    // alias any Rust object; it raises #PF, which the trap handler reports.
+    Some(unsafe { core::ptr::read_volatile(addr as *const u8) })
+}

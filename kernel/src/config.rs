@@ -1,0 +1,273 @@
+//! The run configuration, read from the ramdisk the host tool packs into the boot image.
+//!
+//! The ramdisk is a POSIX ustar archive (inspect it with `tar tvf`). This kernel reads
+//! one member, `run.cfg`: UTF-8 text, one `key = value` per line, `#` starts a comment. Unknown
+//! keys and bad values are reported (one `config_error` record each) and skipped; the kernel
+//! goes on with the defaults for them. See docs/run-config.md.
+
+use core::fmt;
+
+/// Name of the configuration member in the ramdisk archive.
+pub const CONFIG_MEMBER: &str = "run.cfg";
+
+/// What to do after the `end` record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OnEnd {
+    /// Write the status to QEMU's isa-debug-exit device (port 0xf4), then halt.
+    QemuExit,
+    /// Halt (real hardware: the report is complete, the machine stays as it is).
+    Halt,
+}
+
+/// Test-only behaviours that prove the harness catches failures.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TestAction {
+    None,
+    /// Read an unmapped address: page fault in kernel mode.
+    PageFault,
+    /// Call `panic!`.
+    Panic,
+    /// Execute `ud2`: invalid opcode.
+    InvalidOpcode,
+    /// Recurse until the stack guard page is hit: the page fault cannot be delivered on the
+    /// broken stack, so it becomes a double fault, handled on its IST stack.
+    StackOverflow,
+    /// Spin forever with interrupts off (the host must time out).
+    Hang,
+}
+
+impl TestAction {
+    pub const ALL: [(&'static str, TestAction); 6] = [
+        ("none", TestAction::None),
+        ("page-fault", TestAction::PageFault),
+        ("panic", TestAction::Panic),
+        ("invalid-opcode", TestAction::InvalidOpcode),
+        ("stack-overflow", TestAction::StackOverflow),
+        ("hang", TestAction::Hang),
+    ];
+
+    pub fn name(self) -> &'static str {
+        Self::ALL.iter().find(|(_, a)| *a == self).map_or("none", |(n, _)| n)
+    }
+}
+
+/// Where the configuration came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConfigSource {
+    /// `run.cfg` from the ramdisk.
+    Ramdisk,
+    /// No ramdisk, or no `run.cfg` in it: defaults.
+    Defaults,
+}
+
+/// The run configuration.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RunConfig {
+    pub source: ConfigSource,
+    pub on_end: OnEnd,
+    pub test: TestAction,
+    /// Check the APIC timer modes at boot.
+    pub timer_checks: bool,
+}
+
+impl Default for RunConfig {
+    fn default() -> Self {
+        Self { source: ConfigSource::Defaults, on_end: OnEnd::Halt, test: TestAction::None, timer_checks: true }
+    }
+}
+
+/// A problem with the ramdisk or one configuration line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConfigError<'a> {
+    /// The ramdisk is not a valid ustar archive.
+    CorruptArchive,
+    /// `run.cfg` is not UTF-8.
+    NotUtf8,
+    /// A line without `=`.
+    MissingEquals { line: usize },
+    UnknownKey { line: usize, key: &'a str },
+    BadValue { line: usize, key: &'a str, value: &'a str, expected: &'static str },
+    DuplicateKey { line: usize, key: &'a str },
+}
+
+impl ConfigError<'_> {
+    /// The 1-based line, when the problem is on one line.
+    pub fn line(&self) -> Option<usize> {
+        match *self {
+            ConfigError::MissingEquals { line }
+            | ConfigError::UnknownKey { line, .. }
+            | ConfigError::BadValue { line, .. }
+            | ConfigError::DuplicateKey { line, .. } => Some(line),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for ConfigError<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ConfigError::CorruptArchive => write!(f, "the ramdisk is not a valid ustar archive; using defaults"),
+            ConfigError::NotUtf8 => write!(f, "{CONFIG_MEMBER} is not UTF-8 text; using defaults"),
+            ConfigError::MissingEquals { .. } => write!(f, "expected `key = value`"),
+            ConfigError::UnknownKey { key, .. } => write!(f, "unknown key `{key}` (ignored)"),
+            ConfigError::BadValue { key, value, expected, .. } => {
+                write!(f, "bad value `{value}` for `{key}`: expected {expected} (default kept)")
+            }
+            ConfigError::DuplicateKey { key, .. } => write!(f, "`{key}` given again (last one wins)"),
+        }
+    }
+}
+
+/// Reads the configuration from the ramdisk bytes. Problems are passed to `report` and the
+/// affected settings keep their defaults. Returns the configuration and the number of archive
+/// members (0 without a ramdisk).
+pub fn from_ramdisk<'a>(ramdisk: &'a [u8], report: &mut dyn FnMut(ConfigError<'a>)) -> (RunConfig, usize) {
+    if ramdisk.is_empty() {
+        return (RunConfig::default(), 0);
+    }
+    let Ok(archive) = tar_no_std::TarArchiveRef::new(ramdisk) else {
+        report(ConfigError::CorruptArchive);
+        return (RunConfig::default(), 0);
+    };
+    let mut members = 0;
+    let mut config = None;
+    for entry in archive.entries() {
+        members += 1;
+        if entry.filename().as_str() == Ok(CONFIG_MEMBER) {
+            config = Some(entry.data());
+        }
+    }
+    match config {
+        None => (RunConfig::default(), members),
+        Some(bytes) => match core::str::from_utf8(bytes) {
+            Ok(text) => (parse(text, report), members),
+            Err(_) => {
+                report(ConfigError::NotUtf8);
+                (RunConfig::default(), members)
+            }
+        },
+    }
+}
+
+/// Parses `run.cfg` text.
+pub fn parse<'a>(text: &'a str, report: &mut dyn FnMut(ConfigError<'a>)) -> RunConfig {
+    let mut config = RunConfig { source: ConfigSource::Ramdisk, ..RunConfig::default() };
+    let mut seen = [false; 3];
+    for (index, raw) in text.lines().enumerate() {
+        let line = index + 1;
+        let content = raw.split('#').next().unwrap_or("").trim();
+        if content.is_empty() {
+            continue;
+        }
+        let Some((key, value)) = content.split_once('=') else {
+            report(ConfigError::MissingEquals { line });
+            continue;
+        };
+        let (key, value) = (key.trim(), value.trim());
+        let slot = match key {
+            "on_end" => 0,
+            "test" => 1,
+            "timer_checks" => 2,
+            _ => {
+                report(ConfigError::UnknownKey { line, key });
+                continue;
+            }
+        };
+        if seen[slot] {
+            report(ConfigError::DuplicateKey { line, key });
+        }
+        seen[slot] = true;
+        let bad = |expected| ConfigError::BadValue { line, key, value, expected };
+        match slot {
+            0 => match value {
+                "qemu-exit" => config.on_end = OnEnd::QemuExit,
+                "halt" => config.on_end = OnEnd::Halt,
+                _ => report(bad("`qemu-exit` or `halt`")),
+            },
+            1 => match TestAction::ALL.iter().find(|(name, _)| *name == value) {
+                Some((_, action)) => config.test = *action,
+                None => report(bad(
+                    "one of none, page-fault, panic, invalid-opcode, stack-overflow, hang",
+                )),
+            },
+            _ => match value {
+                "on" | "true" | "yes" => config.timer_checks = true,
+                "off" | "false" | "no" => config.timer_checks = false,
+                _ => report(bad("`on` or `off`")),
+            },
+        }
+    }
+    config
+}
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+    use super::*;
+    use std::vec::Vec;
+
+    fn parse_collect(text: &str) -> (RunConfig, Vec<std::string::String>) {
+        let mut errors = Vec::new();
+        let c = parse(text, &mut |e| errors.push(std::format!("{:?}: {e}", e.line())));
+        (c, errors)
+    }
+
+    #[test]
+    fn parses_keys_comments_and_blank_lines() {
+        let (c, errors) = parse_collect("# run\n\non_end = qemu-exit  # comment\ntest=page-fault\ntimer_checks = off\n");
+        assert!(errors.is_empty(), "{errors:?}");
+        assert_eq!(c.on_end, OnEnd::QemuExit);
+        assert_eq!(c.test, TestAction::PageFault);
+        assert!(!c.timer_checks);
+        assert_eq!(c.source, ConfigSource::Ramdisk);
+    }
+
+    #[test]
+    fn bad_lines_are_reported_with_line_numbers_and_defaults_kept() {
+        let (c, errors) = parse_collect("bogus\ncolour = red\ntest = explode\non_end = halt\non_end = qemu-exit\n");
+        assert_eq!(c.test, TestAction::None);
+        assert_eq!(c.on_end, OnEnd::QemuExit);
+        assert_eq!(errors.len(), 4, "{errors:?}");
+        assert!(errors[0].starts_with("Some(1)") && errors[0].contains("key = value"));
+        assert!(errors[1].starts_with("Some(2)") && errors[1].contains("unknown key `colour`"));
+        assert!(errors[2].starts_with("Some(3)") && errors[2].contains("explode"));
+        assert!(errors[3].starts_with("Some(5)") && errors[3].contains("again"));
+    }
+
+    #[test]
+    fn every_test_action_name_round_trips() {
+        for (name, action) in TestAction::ALL {
+            let (c, errors) = parse_collect(&std::format!("test = {name}"));
+            assert!(errors.is_empty());
+            assert_eq!(c.test, action);
+            assert_eq!(action.name(), name);
+        }
+    }
+
+    #[test]
+    fn empty_ramdisk_means_defaults() {
+        let (c, members) = from_ramdisk(&[], &mut |_| panic!("no error expected"));
+        assert_eq!(c, RunConfig::default());
+        assert_eq!(members, 0);
+    }
+
+    #[test]
+    fn garbage_ramdisk_is_reported_not_fatal() {
+        let garbage = [0x5au8; 1024];
+        let mut errors = Vec::new();
+        let (c, _) = from_ramdisk(&garbage, &mut |e| errors.push(std::format!("{e}")));
+        assert_eq!(c, RunConfig::default());
+        assert_eq!(errors.len(), 1, "{errors:?}");
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn no_input_panics(text in ".*") {
+            let _ = parse(&text, &mut |_| {});
+        }
+        #[test]
+        fn no_ramdisk_bytes_panic(bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..4096)) {
+            let _ = from_ramdisk(&bytes, &mut |_| {});
+        }
+    }
+}

@@ -1,0 +1,42 @@
+//! The baremark kernel.
+//!
+//! This crate holds the kernel's logic and contains no `unsafe`: every hardware access goes
+//! through `baremark-hw` (kernel/hw). Modules that only make sense on the machine are compiled
+//! for `target_os = "none"`; the rest is plain logic that is unit-tested on the host.
+//!
+//! | module        | job                                                           | host-tested |
+//! |---------------|---------------------------------------------------------------|-------------|
+//! | `record`      | JSON-lines records (the contract with the host tool)          | yes         |
+//! | `config`      | the run configuration from the ramdisk                        | yes         |
+//! | `cpu`         | CPU identification (CPUID)                                    | yes         |
+//! | `tsc`         | TSC frequency from CPUID or PIT calibration                   | yes         |
+//! | `pmu_info`    | what CPUID says about performance counters                    | yes         |
+//! | `exceptions`  | exception vector names                                        | yes         |
+//! | `console`     | serial output of records and text                             | no          |
+//! | `traps`       | the kernel's handler for every interrupt and exception        | no          |
+//! | `fatal`       | fault and panic reports, the end of a run                     | no          |
+//! | `timer`       | local APIC bring-up, timer calibration and checks             | no          |
+//! | `machine`     | the boot sequence and the boot report                         | no          |
+#![cfg_attr(not(test), no_std)]
+#![deny(unsafe_code)]
+
+pub mod config;
+pub mod cpu;
+pub mod exceptions;
+pub mod pmu_info;
+pub mod record;
+pub mod tsc;
+
+#[cfg(target_os = "none")]
+pub mod console;
+#[cfg(target_os = "none")]
+pub mod fatal;
+#[cfg(target_os = "none")]
+pub mod machine;
+#[cfg(target_os = "none")]
+pub mod timer;
+#[cfg(target_os = "none")]
+pub mod traps;
+
+/// The kernel's version, reported in the `boot` record.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -1,0 +1,348 @@
+//! The boot sequence and the boot report.
+//!
+//! Order: trap handler, hardware bring-up (serial, descriptor tables, memory), run
+//! configuration, then one record per subsystem (`boot`, `cpu`, `checks`, `tsc`, `apic`, `pmu`),
+//! each followed by a human-readable line; then any test action, and the `end` record.
+
+use baremark_hw::apic::ApicMode;
+use baremark_hw::boot::{BootFacts, Firmware};
+use baremark_hw::cpu::{Protection, Protections};
+use baremark_hw::serial::SerialStatus;
+use baremark_hw::{cpu as hwcpu, msr, paging, pic, trap};
+use bootloader_api::BootInfo;
+use raw_cpuid::CpuIdReaderNative;
+
+use crate::config::{self, ConfigError, ConfigSource, RunConfig, TestAction};
+use crate::console::record;
+use crate::cpu::{self, CpuInfo, raw_cpuid_leaf};
+use crate::fatal::{self, Status};
+use crate::pmu_info::{self, AmdPerfmon, IntelArchPerfmon};
+use crate::say;
+use crate::timer::{self, ApicReport, TscReport};
+use crate::traps::{self, COUNTS};
+use crate::tsc::Mhz;
+
+/// Kernel entry, called by the bootloader stub in `main.rs`.
+pub fn run(boot_info: &'static mut BootInfo) -> ! {
+    let tsc_at_entry = hwcpu::rdtsc();
+    trap::set_handler(traps::handle);
+    let facts = match baremark_hw::boot::init(boot_info) {
+        Ok(facts) => facts,
+        Err(e) => {
+            record("error", |r| r.str("source", "boot").fmt("message", format_args!("{e:?}")));
+            fatal::end(Status::Fail, Some("unusable boot information"));
+        }
+    };
+
+    // Configuration errors are reported after the boot record, so collect them first.
+    let mut errors: [Option<ConfigError<'static>>; 16] = [None; 16];
+    let mut dropped_errors = 0;
+    let (config, members) = config::from_ramdisk(facts.ramdisk, &mut |e| match errors.iter_mut().find(|s| s.is_none()) {
+        Some(slot) => *slot = Some(e),
+        None => dropped_errors += 1,
+    });
+    fatal::set_on_end(config.on_end);
+
+    report_boot(&facts, &config, members, tsc_at_entry);
+    for e in errors.iter().flatten() {
+        record("config_error", |r| r.opt_u64("line", e.line().map(|l| l as u64)).fmt("message", format_args!("{e}")));
+    }
+    if dropped_errors > 0 {
+        record("config_error", |r| r.null("line").fmt("message", format_args!("{dropped_errors} more errors")));
+    }
+
+    let cpu = cpu::identify();
+    let protections = hwcpu::enable_protections();
+    report_cpu(&cpu, &protections);
+
+    report_checks();
+
+    let tsc = timer::tsc_frequency(&cpu);
+    report_tsc(&tsc, &cpu);
+
+    pic::remap_and_mask();
+    let apic = timer::bring_up_apic(&cpu, tsc.chosen.map(|f| f.hz), config.timer_checks);
+    report_apic(&apic);
+
+    report_pmu(&cpu);
+
+    run_test_action(config.test);
+    say!("baremark: boot report complete");
+    fatal::end(Status::Ok, None)
+}
+
+fn report_boot(facts: &BootFacts, config: &RunConfig, members: usize, tsc_at_entry: u64) {
+    let firmware = match facts.firmware {
+        Firmware::Bios => "bios",
+        Firmware::Uefi => "uefi",
+        Firmware::Unknown => "unknown",
+    };
+    let (api_major, api_minor, api_patch) = facts.bootloader_api;
+    let heap = facts.heap.ok();
+    record("boot", |r| {
+        r.str("kernel", "baremark")
+            .str("version", crate::VERSION)
+            .fmt("bootloader_api", format_args!("{api_major}.{api_minor}.{api_patch}"))
+            .str("firmware", firmware)
+            .str("serial", if facts.serial == SerialStatus::Ready { "ready" } else { "absent" })
+            .u64("tsc_at_entry", tsc_at_entry)
+            .object("memory", |r| {
+                r.u64("usable_bytes", facts.frames.usable_bytes)
+                    .u64("map_entries", facts.memory_regions as u64)
+                    .u64("usable_regions", facts.frames.usable_regions as u64)
+                    .u64("dropped_regions", facts.frames.dropped_regions as u64)
+                    .u64("frames_used", facts.frames.allocated_frames)
+                    .opt_u64("heap_bytes", heap)
+                    .hex("physical_memory_offset", facts.physical_memory_offset)
+            })
+            .object("kernel_image", |r| {
+                r.hex("physical", facts.kernel_phys).u64("bytes", facts.kernel_len).hex("virtual", facts.kernel_virt)
+            })
+            .object("config", |r| {
+                r.str("source", if config.source == ConfigSource::Ramdisk { "ramdisk" } else { "defaults" })
+                    .u64("ramdisk_bytes", facts.ramdisk.len() as u64)
+                    .u64("ramdisk_members", members as u64)
+                    .str("on_end", if config.on_end == config::OnEnd::QemuExit { "qemu-exit" } else { "halt" })
+                    .str("test", config.test.name())
+                    .bool("timer_checks", config.timer_checks)
+            })
+            .opt_str("framebuffer", facts.framebuffer.map(|_| "present"))
+            .opt_u64("rsdp", facts.rsdp)
+    });
+    say!(
+        "baremark {} | firmware {firmware} | {} MiB usable | heap {} KiB | config from {}",
+        crate::VERSION,
+        facts.frames.usable_bytes >> 20,
+        heap.unwrap_or(0) >> 10,
+        if config.source == ConfigSource::Ramdisk { "ramdisk" } else { "defaults" }
+    );
+    if let Err(e) = facts.heap {
+        record("error", |r| r.str("source", "heap").fmt("message", format_args!("heap not mapped: {e:?}")));
+    }
+}
+
+fn protection_name(p: Protection) -> &'static str {
+    match p {
+        Protection::Enabled => "enabled",
+        Protection::AlreadyOn => "already-on",
+        Protection::Unsupported => "unsupported",
+        Protection::Failed => "failed",
+    }
+}
+
+fn report_cpu(cpu: &CpuInfo, prot: &Protections) {
+    let hv_sig = cpu.hypervisor_signature;
+    record("cpu", |r| {
+        r.str("vendor", cpu.vendor.as_str())
+            .u64("family", u64::from(cpu.family))
+            .u64("model", u64::from(cpu.model))
+            .u64("stepping", u64::from(cpu.stepping))
+            .str("brand", cpu.brand.as_str())
+            .hex("max_leaf", u64::from(cpu.max_leaf))
+            .hex("max_extended_leaf", u64::from(cpu.max_extended_leaf))
+            .opt_str("hypervisor", cpu.hypervisor_name)
+            .opt_str("hypervisor_signature", hv_sig.as_ref().map(|s| s.as_str()))
+            .object("features", |mut r| {
+                for (name, present) in cpu.features.list() {
+                    r = r.bool(name, present);
+                }
+                r
+            })
+            .object("protections", |r| {
+                r.str("nx", protection_name(prot.nx))
+                    .str("smep", protection_name(prot.smep))
+                    .str("smap", protection_name(prot.smap))
+                    .str("umip", protection_name(prot.umip))
+                    .str("wp", protection_name(prot.wp))
+            })
+            .hex("cr0", hwcpu::cr0())
+            .hex("cr4", hwcpu::cr4())
+    });
+    say!(
+        "cpu    {} family {:#x} model {:#x} stepping {} \"{}\" | hypervisor {}",
+        cpu.vendor.as_str(),
+        cpu.family,
+        cpu.model,
+        cpu.stepping,
+        cpu.brand.as_str(),
+        cpu.hypervisor_name.or(hv_sig.as_ref().map(|s| s.as_str())).unwrap_or("none")
+    );
+}
+
+/// Proves the trap path returns correctly: a breakpoint is handled and resumed, and a #GP on
+/// an MSR that does not exist is turned into an error by the MSR door's exception table.
+fn report_checks() {
+    let before = COUNTS.breakpoints.load(core::sync::atomic::Ordering::Relaxed);
+    baremark_hw::trap::raise_breakpoint();
+    let breakpoint_ok = COUNTS.breakpoints.load(core::sync::atomic::Ordering::Relaxed) == before + 1;
+    // 0x4b564d04 is in KVM's paravirtual range and implemented nowhere else; 0xc0011fff is an
+    // unassigned AMD range address. At least one must #GP on any machine.
+    let probes = [0x4b56_4d04u32, 0xc001_1fff];
+    let gp_caught = probes.iter().filter(|&&m| msr::read(m) == Err(msr::MsrError::GeneralProtection)).count();
+    let protected = msr::write(msr::addr::IA32_EFER, 0) == Err(msr::MsrError::Protected);
+    record("checks", |r| {
+        r.str("breakpoint_resume", if breakpoint_ok { "ok" } else { "failed" })
+            .str("msr_gp_recovery", if gp_caught > 0 { "ok" } else { "not-exercised" })
+            .str("msr_write_allow_list", if protected { "ok" } else { "failed" })
+            .bool("interrupts_enabled", hwcpu::interrupts_enabled())
+            .opt_u64("heap_used_bytes", Some(baremark_hw::heap::usage().0 as u64))
+            .bool("unmapped_null_page", paging::translate(0).is_none())
+    });
+}
+
+fn report_tsc(tsc: &TscReport, cpu: &CpuInfo) {
+    let chosen = tsc.chosen;
+    record("tsc", |r| {
+        let r = match chosen {
+            Some(f) => r
+                .u64("hz", f.hz)
+                .str("method", f.method.name())
+                .opt_u64("uncertainty_hz", f.uncertainty_hz)
+                .opt_u64("uncertainty_ppm", f.uncertainty_ppm())
+                .u64("samples", u64::from(f.samples)),
+            None => r.null("hz").str("method", "none").null("uncertainty_hz").null("uncertainty_ppm").u64("samples", 0),
+        };
+        r.bool("invariant", cpu.features.invariant_tsc)
+            .opt_u64("cpuid_16h_base_mhz", tsc.base_mhz.map(u64::from))
+            .opt_u64("pit_hz", tsc.pit.map(|p| p.hz))
+            .opt_u64("pit_uncertainty_hz", tsc.pit.and_then(|p| p.uncertainty_hz))
+            .bool("pit_present", !tsc.pit_absent)
+    });
+    match chosen {
+        Some(f) => match f.uncertainty_ppm() {
+            Some(ppm) => say!("tsc    {} +/- {} ppm ({}, {} samples)", Mhz(f.hz), ppm, f.method.name(), f.samples),
+            None => say!("tsc    {} ({})", Mhz(f.hz), f.method.name()),
+        },
+        None => say!("tsc    frequency unknown: no CPUID leaf and no working PIT"),
+    }
+    if chosen.is_none() {
+        record("error", |r| r.str("source", "tsc").str("message", "TSC frequency unknown: no CPUID leaf and no working PIT"));
+    }
+}
+
+fn report_apic(apic: &ApicReport) {
+    match apic.info {
+        Ok(info) => {
+            let mode = if info.mode == ApicMode::X2Apic { "x2apic" } else { "xapic" };
+            record("apic", |r| {
+                r.str("mode", mode)
+                    .u64("id", u64::from(info.id))
+                    .hex("version", u64::from(info.version))
+                    .u64("lvt_entries", u64::from(info.lvt_entries))
+                    .hex("base", info.base_phys)
+                    .opt_u64("timer_hz", apic.timer_hz)
+                    .u64("timer_divide", u64::from(timer::TIMER_DIVIDE))
+                    .u64("timer_vector", u64::from(traps::TIMER_VECTOR))
+                    .u64("spurious_vector", u64::from(traps::SPURIOUS_VECTOR))
+                    .object("timer_checks", |r| {
+                        r.str("one_shot", apic.one_shot.as_str())
+                            .str("periodic", apic.periodic.as_str())
+                            .str("tsc_deadline", apic.tsc_deadline.as_str())
+                            .opt_str("one_shot_detail", apic.one_shot.detail())
+                            .opt_str("periodic_detail", apic.periodic.detail())
+                            .opt_str("tsc_deadline_detail", apic.tsc_deadline.detail())
+                            .opt_u64("periodic_interval_tsc", apic.periodic_interval_tsc)
+                            .opt_u64("deadline_latency_tsc", apic.deadline_latency_tsc)
+                    })
+                    .u64("error_status", u64::from(baremark_hw::apic::read_and_clear_errors()))
+            });
+            say!(
+                "apic   {mode} id {} | timer {} | one-shot {} | periodic {} | tsc-deadline {}",
+                info.id,
+                apic.timer_hz.map_or(MhzOrUnknown(None), |h| MhzOrUnknown(Some(h))),
+                apic.one_shot.as_str(),
+                apic.periodic.as_str(),
+                apic.tsc_deadline.as_str()
+            );
+        }
+        Err(e) => {
+            record("error", |r| r.str("source", "apic").fmt("message", format_args!("local APIC unavailable: {e:?}")));
+            say!("apic   unavailable: {e:?}");
+        }
+    }
+}
+
+struct MhzOrUnknown(Option<u64>);
+
+impl core::fmt::Display for MhzOrUnknown {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self.0 {
+            Some(hz) => write!(f, "{}", Mhz(hz)),
+            None => f.write_str("not measured"),
+        }
+    }
+}
+
+fn report_pmu(cpu: &CpuInfo) {
+    let reader = CpuIdReaderNative;
+    let leaf_0a = if cpu.max_leaf >= 0x0a { raw_cpuid_leaf(&reader, 0x0a) } else { [0; 4] };
+    let intel = IntelArchPerfmon::decode(leaf_0a);
+    let ext1_ecx = if cpu.max_extended_leaf >= 0x8000_0001 { raw_cpuid_leaf(&reader, 0x8000_0001)[2] } else { 0 };
+    let leaf_22 = (cpu.max_extended_leaf >= 0x8000_0022).then(|| raw_cpuid_leaf(&reader, 0x8000_0022));
+    let amd = AmdPerfmon::decode(ext1_ecx, leaf_22);
+    let summary = pmu_info::summary(&intel, &amd, cpu.vendor.as_str());
+    record("pmu", |r| {
+        r.str("discovery", "cpuid-only")
+            .str("summary", summary)
+            .null("backend")
+            .str("note", "no PMU driver in this build: the TSC is the only counter read")
+            .object("cpuid_0a", |r| {
+                r.hex("eax", u64::from(leaf_0a[0]))
+                    .hex("ebx", u64::from(leaf_0a[1]))
+                    .hex("ecx", u64::from(leaf_0a[2]))
+                    .hex("edx", u64::from(leaf_0a[3]))
+            })
+            .object("intel", |r| {
+                r.u64("version", u64::from(intel.version))
+                    .u64("gp_counters", u64::from(intel.gp_counters))
+                    .u64("gp_width", u64::from(intel.gp_width))
+                    .u64("events_len", u64::from(intel.events_len))
+                    .hex("events_unavailable", u64::from(intel.events_unavailable))
+                    .u64("fixed_counters", u64::from(intel.fixed_counters))
+                    .u64("fixed_width", u64::from(intel.fixed_width))
+                    .hex("fixed_mask", u64::from(intel.fixed_mask))
+            })
+            .object("amd", |r| {
+                r.bool("perfctr_core", amd.perfctr_core)
+                    .bool("perfmon_v2", amd.perfmon_v2)
+                    .opt_u64("perfmon_v2_counters", amd.v2_core_counters.map(u64::from))
+            })
+    });
+    say!("pmu    {summary} (CPUID.0AH eax={:#x}); no PMU driver yet", leaf_0a[0]);
+}
+
+fn run_test_action(action: TestAction) {
+    match action {
+        TestAction::None => {}
+        TestAction::PageFault => {
+            say!("test   page-fault: reading an unmapped address");
+            // An address in the lower half that nothing maps.
+            let value = paging::read_unmapped(0x0000_0dea_d000_0000);
+            say!("test   page-fault: the read returned {value:?} without faulting");
+        }
+        TestAction::Panic => panic!("test panic requested by the run configuration"),
+        TestAction::InvalidOpcode => {
+            say!("test   invalid-opcode: executing ud2");
+            trap::raise_invalid_opcode();
+        }
+        TestAction::StackOverflow => {
+            say!("test   stack-overflow: recursing into the guard page");
+            let depth = recurse(0);
+            say!("test   stack-overflow: returned at depth {depth}");
+        }
+        TestAction::Hang => {
+            say!("test   hang: spinning with interrupts off");
+            hwcpu::disable_interrupts();
+            loop {
+                core::hint::spin_loop();
+            }
+        }
+    }
+}
+
+/// Unbounded recursion with a frame the optimiser cannot remove.
+#[allow(unconditional_recursion)]
+fn recurse(depth: u64) -> u64 {
+    let pad = core::hint::black_box([depth; 64]);
+    core::hint::black_box(recurse(depth + 1)) + pad[depth as usize % 64]
+}

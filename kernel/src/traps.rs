@@ -1,0 +1,81 @@
+//! The kernel's handler for every interrupt and exception (installed into `baremark-hw`'s trap
+//! dispatcher at the very start of boot).
+//!
+//! - exceptions 0-31 in kernel mode end the run with a fault record, except NMI (counted) and
+//!   a breakpoint (counted and resumed: `int3` is a trap, the saved RIP is already past it);
+//! - the APIC timer vector counts ticks;
+//! - spurious APIC and 8259 interrupts are counted, as is anything unexpected, and reported in
+//!   the `end` record.
+
+use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+use baremark_hw::trap::TrapFrame;
+use baremark_hw::{apic, cpu, pic};
+
+/// Vector of the local APIC timer.
+pub const TIMER_VECTOR: u8 = 0x40;
+/// Vector of the local APIC's spurious interrupt.
+pub const SPURIOUS_VECTOR: u8 = 0xff;
+
+/// Interrupt and trap counts, reported in the `end` record.
+pub struct Counts {
+    pub timer_ticks: AtomicU64,
+    pub last_tick_tsc: AtomicU64,
+    pub breakpoints: AtomicU64,
+    pub nmis: AtomicU64,
+    pub spurious_apic: AtomicU64,
+    pub spurious_pic: AtomicU64,
+    pub unexpected: AtomicU64,
+    pub last_unexpected_vector: AtomicU64,
+}
+
+pub static COUNTS: Counts = Counts {
+    timer_ticks: AtomicU64::new(0),
+    last_tick_tsc: AtomicU64::new(0),
+    breakpoints: AtomicU64::new(0),
+    nmis: AtomicU64::new(0),
+    spurious_apic: AtomicU64::new(0),
+    spurious_pic: AtomicU64::new(0),
+    unexpected: AtomicU64::new(0),
+    last_unexpected_vector: AtomicU64::new(0),
+};
+
+/// Entry point from the trap dispatcher.
+pub fn handle(frame: &mut TrapFrame) {
+    const NMI: u64 = 2;
+    const BREAKPOINT: u64 = 3;
+    match frame.vector {
+        NMI => {
+            COUNTS.nmis.fetch_add(1, Relaxed);
+        }
+        BREAKPOINT => {
+            COUNTS.breakpoints.fetch_add(1, Relaxed);
+        }
+        0..=31 => crate::fatal::fault(frame),
+        v if v == u64::from(TIMER_VECTOR) => {
+            COUNTS.last_tick_tsc.store(cpu::rdtsc(), Relaxed);
+            COUNTS.timer_ticks.fetch_add(1, Relaxed);
+            apic::eoi();
+        }
+        v if v == u64::from(SPURIOUS_VECTOR) => {
+            // No EOI for a spurious APIC interrupt.
+            COUNTS.spurious_apic.fetch_add(1, Relaxed);
+        }
+        v if (u64::from(pic::PIC1_VECTOR_BASE)..u64::from(pic::PIC2_VECTOR_BASE) + 8).contains(&v) => {
+            // Every 8259 line is masked: only spurious IRQ 7/15 can come. A real one (in
+            // service) would be a bug, and is counted as unexpected.
+            let irq = (v - u64::from(pic::PIC1_VECTOR_BASE)) as u8;
+            if (irq == 7 || irq == 15) && !pic::in_service(irq) {
+                COUNTS.spurious_pic.fetch_add(1, Relaxed);
+            } else {
+                COUNTS.unexpected.fetch_add(1, Relaxed);
+                COUNTS.last_unexpected_vector.store(v, Relaxed);
+            }
+        }
+        v => {
+            COUNTS.unexpected.fetch_add(1, Relaxed);
+            COUNTS.last_unexpected_vector.store(v, Relaxed);
+            apic::eoi();
+        }
+    }
+}
