@@ -156,6 +156,9 @@ pub fn command(qemu: &Path, image: &Path, opts: &QemuOptions, scratch: &Path) ->
         "none",
         "-monitor",
         "none",
+        // No network card: its option ROM costs boot time and the kernel has no use for it.
+        "-nic",
+        "none",
         // A triple fault must end the run, not reboot into the same failure forever.
         "-no-reboot",
     ]);

@@ -71,9 +71,10 @@ pub fn record_lines(r: &Record) -> Option<String> {
             )
         }
         "checks" => format!(
-            "{}breakpoint resume {} | MSR #GP recovery {} | MSR write allow-list {}",
+            "{}breakpoint resume {} | #GP recovery {} | MSR #GP recovery {} | MSR write allow-list {}",
             label("checks"),
             s(r, "breakpoint_resume"),
+            s(r, "gp_recovery"),
             s(r, "msr_gp_recovery"),
             s(r, "msr_write_allow_list")
         ),
@@ -201,7 +202,11 @@ pub fn outcome_lines(outcome: &RunOutcome, accel_reason: &str) -> String {
         label(""),
         secs(outcome.first_record_after),
         secs(outcome.end_record_after),
-        outcome.qemu_status.map_or("none (killed)".to_string(), |s| s.to_string()),
+        match (outcome.qemu_status, outcome.qemu_signal) {
+            (Some(status), _) => status.to_string(),
+            (None, Some(signal)) => format!("none (signal {signal})"),
+            (None, None) => "none (stopped by baremark)".to_string(),
+        },
         outcome.total.as_secs_f64()
     );
     match outcome.verdict() {
@@ -215,9 +220,9 @@ pub fn outcome_lines(outcome: &RunOutcome, accel_reason: &str) -> String {
         Verdict::Timeout => {
             let _ = write!(
                 out,
-                "\n{}timed out after {:.0} s without an end record\n{}last serial lines:\n{}",
+                "\n{}timed out: no end record within the {} s limit (the kernel hangs?)\n{}last serial lines:\n{}",
                 label("result"),
-                outcome.total.as_secs_f64(),
+                outcome.timeout.as_secs(),
                 label(""),
                 outcome.tail_text()
             );

@@ -55,8 +55,12 @@ pub struct RunOutcome {
     pub accel: Accel,
     pub records: Vec<Record>,
     pub text: Vec<String>,
-    /// QEMU's exit status (`None` if it was killed).
+    /// QEMU's exit status (`None` if it did not exit by itself).
     pub qemu_status: Option<i32>,
+    /// The signal that ended QEMU, if one did (QEMU aborts on some KVM errors).
+    pub qemu_signal: Option<i32>,
+    /// The time limit that applied.
+    pub timeout: Duration,
     pub timed_out: bool,
     pub first_record_after: Option<Duration>,
     pub end_record_after: Option<Duration>,
@@ -88,10 +92,13 @@ impl RunOutcome {
                 Some(other) => Verdict::KernelFailure(format!("end record says ok but QEMU exited with {other}")),
             },
             Some(end) => Verdict::KernelFailure(end.str("reason").unwrap_or("no reason given").to_string()),
-            None => Verdict::NoEndRecord(match self.qemu_status {
-                Some(QEMU_EXIT_FAILURE) => "QEMU exited with the failure status but no end record arrived".into(),
-                Some(s) => format!("QEMU exited with status {s} before an end record (crash, triple fault or QEMU error)"),
-                None => "QEMU was killed before an end record".into(),
+            None => Verdict::NoEndRecord(match (self.qemu_status, self.qemu_signal) {
+                (Some(QEMU_EXIT_FAILURE), _) => "QEMU exited with the failure status but no end record arrived".into(),
+                (Some(s), _) => {
+                    format!("QEMU exited with status {s} before an end record (crash, triple fault or QEMU error)")
+                }
+                (None, Some(sig)) => format!("QEMU died from signal {sig} before an end record"),
+                (None, None) => "QEMU was stopped before an end record".into(),
             }),
         }
     }
@@ -162,6 +169,8 @@ pub fn boot(request: &BootRequest, on_event: &mut dyn FnMut(Event<'_>)) -> Resul
         records: Vec::new(),
         text: Vec::new(),
         qemu_status: None,
+        qemu_signal: None,
+        timeout: request.qemu.timeout,
         timed_out: false,
         first_record_after: None,
         end_record_after: None,
@@ -221,7 +230,7 @@ pub fn boot(request: &BootRequest, on_event: &mut dyn FnMut(Event<'_>)) -> Resul
             Err(mpsc::RecvTimeoutError::Disconnected) => break,
         }
     }
-    outcome.qemu_status = finish(&mut child, Duration::from_secs(2));
+    (outcome.qemu_status, outcome.qemu_signal) = finish(&mut child, Duration::from_secs(2));
     let _ = reader.join();
     outcome.qemu_stderr = err_reader.join().unwrap_or_default();
     outcome.total = start.elapsed();
@@ -229,18 +238,19 @@ pub fn boot(request: &BootRequest, on_event: &mut dyn FnMut(Event<'_>)) -> Resul
     Ok(outcome)
 }
 
-/// Waits up to `grace` for QEMU to exit, then kills it. Returns its exit status if it exited
-/// by itself.
-fn finish(child: &mut Child, grace: Duration) -> Option<i32> {
+/// Waits up to `grace` for QEMU to exit, then kills it. Returns its exit status and the signal
+/// that ended it, if it ended by itself.
+fn finish(child: &mut Child, grace: Duration) -> (Option<i32>, Option<i32>) {
+    use std::os::unix::process::ExitStatusExt;
     let until = Instant::now() + grace;
     loop {
         match child.try_wait() {
-            Ok(Some(status)) => return status.code(),
+            Ok(Some(status)) => return (status.code(), status.signal()),
             Ok(None) if Instant::now() < until => std::thread::sleep(Duration::from_millis(10)),
             _ => {
                 let _ = child.kill();
                 let _ = child.wait();
-                return None;
+                return (None, None);
             }
         }
     }

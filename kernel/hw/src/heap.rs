@@ -13,8 +13,9 @@ static HEAP: LockedHeap = LockedHeap::empty();
 pub(crate) fn init() -> Result<u64, crate::paging::MapError> {
     let flags = PageTableFlags::PRESENT | PageTableFlags::WRITABLE | PageTableFlags::NO_EXECUTE;
     // SAFETY: HEAP_START..HEAP_START+HEAP_SIZE is reserved for the heap by `layout` and mapped
-    // nowhere else.
-    let pages = unsafe { crate::paging::map_fresh(HEAP_START, HEAP_SIZE / 4096, flags)? };
+    // nowhere else. The allocator never assumes zeroed memory, so the pages are not cleared
+    // (that would cost boot time under emulation for nothing).
+    let pages = unsafe { crate::paging::map_fresh(HEAP_START, HEAP_SIZE / 4096, flags, false)? };
     let size = pages * 4096;
     // SAFETY: the range was just mapped, is writable, and is used by nothing but the
     // allocator; `init` is called once.

@@ -13,7 +13,7 @@ pub const BOOTLOADER_DYNAMIC_END: u64 = 0xffff_bfff_ffff_f000;
 /// Start of the kernel heap.
 pub const HEAP_START: u64 = 0xffff_c000_0000_0000;
 /// Size of the kernel heap the kernel tries to map (it maps less if memory is short).
-pub const HEAP_SIZE: u64 = 16 * 1024 * 1024;
+pub const HEAP_SIZE: u64 = 8 * 1024 * 1024;
 
 /// Where the xAPIC register page is mapped (uncached), when the APIC runs in xAPIC mode.
 pub const APIC_MMIO: u64 = 0xffff_c800_0000_0000;

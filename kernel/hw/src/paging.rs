@@ -90,12 +90,14 @@ pub fn frame_stats() -> FrameStats {
     }
 }
 
-/// Maps `count` fresh zeroed frames at `virt` (page-aligned) with `flags`.
+/// Maps `count` fresh frames at `virt` (page-aligned) with `flags`, zeroed when `zero` (memory
+/// that will be handed to ring 3 must be; the heap need not be). Returns how many pages were
+/// mapped before memory ran out.
 ///
 /// # Safety
 /// The virtual range must be reserved for the caller (see `layout`) so the new mapping cannot
 /// alias memory Rust already references.
-pub(crate) unsafe fn map_fresh(virt: u64, count: u64, flags: PageTableFlags) -> Result<u64, MapError> {
+pub(crate) unsafe fn map_fresh(virt: u64, count: u64, flags: PageTableFlags, zero: bool) -> Result<u64, MapError> {
     let mut table = PAGE_TABLE.lock();
     let table = table.as_mut().ok_or(MapError::NotInitialised)?;
     let mut frames = FRAMES.lock();
@@ -103,9 +105,11 @@ pub(crate) unsafe fn map_fresh(virt: u64, count: u64, flags: PageTableFlags) -> 
     let offset = *PHYS_OFFSET.get().ok_or(MapError::NotInitialised)?;
     for i in 0..count {
         let Some(phys) = frames.allocate() else { return Ok(i) };
-        // SAFETY: the frame is free memory, mapped at `offset + phys`; zeroing it touches no
-        // live object.
-        unsafe { core::ptr::write_bytes((offset + phys) as *mut u8, 0, 4096) };
+        if zero {
+            // SAFETY: the frame is free memory, mapped at `offset + phys`; zeroing it touches
+            // no live object.
+            unsafe { core::ptr::write_bytes((offset + phys) as *mut u8, 0, 4096) };
+        }
         let page = Page::<Size4KiB>::containing_address(VirtAddr::new(virt + i * 4096));
         let frame = PhysFrame::containing_address(PhysAddr::new(phys));
         // SAFETY: the caller reserved the virtual range; the frame is fresh.
