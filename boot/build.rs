@@ -2,8 +2,12 @@
 //! to the crate, which embeds it, so the `baremark` binary is self-contained.
 
 fn main() {
-    let kernel = std::env::var_os("CARGO_BIN_FILE_BAREMARK_KERNEL_kernel")
-        .expect("cargo did not provide the kernel artifact (is -Z bindeps enabled in .cargo/config.toml?)");
-    println!("cargo:rustc-env=BAREMARK_KERNEL_ELF={}", kernel.to_string_lossy());
+    let kernel = std::env::var_os("CARGO_BIN_FILE_BAREMARK_KERNEL_kernel").expect(
+        "cargo did not provide the kernel artifact (is -Z bindeps enabled in .cargo/config.toml?)",
+    );
+    println!(
+        "cargo:rustc-env=BAREMARK_KERNEL_ELF={}",
+        kernel.to_string_lossy()
+    );
     println!("cargo:rerun-if-env-changed=CARGO_BIN_FILE_BAREMARK_KERNEL_kernel");
 }

@@ -54,7 +54,12 @@ pub struct RunConfig {
 
 impl Default for RunConfig {
     fn default() -> Self {
-        Self { on_end: OnEnd::QemuExit, test: None, timer_checks: true, extra_lines: Vec::new() }
+        Self {
+            on_end: OnEnd::QemuExit,
+            test: None,
+            timer_checks: true,
+            extra_lines: Vec::new(),
+        }
     }
 }
 
@@ -68,7 +73,11 @@ impl RunConfig {
         };
         let _ = writeln!(s, "on_end = {on_end}");
         let _ = writeln!(s, "test = {}", self.test.as_deref().unwrap_or("none"));
-        let _ = writeln!(s, "timer_checks = {}", if self.timer_checks { "on" } else { "off" });
+        let _ = writeln!(
+            s,
+            "timer_checks = {}",
+            if self.timer_checks { "on" } else { "off" }
+        );
         for line in &self.extra_lines {
             let _ = writeln!(s, "{line}");
         }
@@ -85,8 +94,12 @@ pub fn build_ramdisk(config: &RunConfig) -> Result<Vec<u8>> {
     header.set_mode(0o644);
     header.set_mtime(0);
     header.set_cksum();
-    archive.append_data(&mut header, CONFIG_MEMBER, text.as_bytes()).context("packing run.cfg")?;
-    archive.into_inner().context("finishing the ramdisk archive")
+    archive
+        .append_data(&mut header, CONFIG_MEMBER, text.as_bytes())
+        .context("packing run.cfg")?;
+    archive
+        .into_inner()
+        .context("finishing the ramdisk archive")
 }
 
 /// The bootloader's own configuration: its log lines off the serial port (the kernel's records
@@ -117,7 +130,13 @@ pub fn build_image(firmware: Firmware, config: &RunConfig, out: &Path) -> Result
         Firmware::Bios => builder.create_bios_image(out),
         Firmware::Uefi => builder.create_uefi_image(out),
     }
-    .with_context(|| format!("creating the {} image at {}", firmware.name(), out.display()))
+    .with_context(|| {
+        format!(
+            "creating the {} image at {}",
+            firmware.name(),
+            out.display()
+        )
+    })
 }
 
 #[cfg(test)]
@@ -126,7 +145,10 @@ mod tests {
 
     #[test]
     fn ramdisk_is_a_ustar_archive_with_run_cfg() {
-        let config = RunConfig { test: Some("panic".into()), ..RunConfig::default() };
+        let config = RunConfig {
+            test: Some("panic".into()),
+            ..RunConfig::default()
+        };
         let bytes = build_ramdisk(&config).unwrap();
         assert_eq!(bytes.len() % 512, 0);
         let mut archive = tar::Archive::new(&bytes[..]);
@@ -144,6 +166,10 @@ mod tests {
     fn kernel_is_an_x86_64_elf() {
         assert_eq!(&KERNEL_ELF[..4], b"\x7fELF");
         assert_eq!(KERNEL_ELF[4], 2, "64-bit");
-        assert_eq!(u16::from_le_bytes([KERNEL_ELF[18], KERNEL_ELF[19]]), 0x3e, "x86_64");
+        assert_eq!(
+            u16::from_le_bytes([KERNEL_ELF[18], KERNEL_ELF[19]]),
+            0x3e,
+            "x86_64"
+        );
     }
 }

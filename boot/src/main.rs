@@ -24,7 +24,11 @@ const EXIT_NO_END: u8 = 3;
 const EXIT_TIMEOUT: u8 = 4;
 
 #[derive(Parser)]
-#[command(name = "baremark", version, about = "Bare-metal x86_64 measurement unikernel: build images, boot them, read the report")]
+#[command(
+    name = "baremark",
+    version,
+    about = "Bare-metal x86_64 measurement unikernel: build images, boot them, read the report"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -110,7 +114,11 @@ fn main() -> ExitCode {
 }
 
 fn run(args: RunArgs) -> Result<ExitCode> {
-    let firmware = if args.uefi { Firmware::Uefi } else { Firmware::Bios };
+    let firmware = if args.uefi {
+        Firmware::Uefi
+    } else {
+        Firmware::Bios
+    };
     let mut qemu = QemuOptions::new(firmware, args.accel);
     qemu.cpu = args.cpu;
     qemu.icount = args.icount;
@@ -129,10 +137,23 @@ fn run(args: RunArgs) -> Result<ExitCode> {
         session::resolve_accel(args.accel, &qemu)
     };
     qemu.accel = accel;
-    eprintln!("baremark: booting the {} image in QEMU with {} ({reason})", firmware.name(), accel.name());
+    eprintln!(
+        "baremark: booting the {} image in QEMU with {} ({reason})",
+        firmware.name(),
+        accel.name()
+    );
 
-    let config = RunConfig { on_end: OnEnd::QemuExit, test: args.test, timer_checks: !args.no_timer_checks, extra_lines: Vec::new() };
-    let request = BootRequest { config, qemu, log: args.log.clone() };
+    let config = RunConfig {
+        on_end: OnEnd::QemuExit,
+        test: args.test,
+        timer_checks: !args.no_timer_checks,
+        extra_lines: Vec::new(),
+    };
+    let request = BootRequest {
+        config,
+        qemu,
+        log: args.log.clone(),
+    };
     let verbose = args.verbose;
     let mut stdout = std::io::stdout();
     let outcome = session::boot(&request, &mut |event| match event {
@@ -167,15 +188,25 @@ fn write_images(args: ImageArgs) -> Result<()> {
     if args.bios.is_none() && args.uefi.is_none() {
         bail!("say where to write the image: --bios FILE and/or --uefi FILE");
     }
-    let config = RunConfig { on_end: args.on_end, ..RunConfig::default() };
+    let config = RunConfig {
+        on_end: args.on_end,
+        ..RunConfig::default()
+    };
     for (firmware, path) in [(Firmware::Bios, &args.bios), (Firmware::Uefi, &args.uefi)] {
         if let Some(path) = path {
             image::build_image(firmware, &config, path)?;
             let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
-            println!("wrote {} image: {} ({} KiB)", firmware.name(), path.display(), size / 1024);
+            println!(
+                "wrote {} image: {} ({} KiB)",
+                firmware.name(),
+                path.display(),
+                size / 1024
+            );
         }
     }
-    println!("write it to a USB stick with: sudo dd if=IMAGE of=/dev/sdX bs=4M conv=fsync status=progress");
+    println!(
+        "write it to a USB stick with: sudo dd if=IMAGE of=/dev/sdX bs=4M conv=fsync status=progress"
+    );
     Ok(())
 }
 
@@ -196,13 +227,18 @@ fn report(log: &PathBuf) -> Result<ExitCode> {
         }
     }
     if records == 0 {
-        bail!("{} holds no baremark records (is it the raw serial output at 115200 baud?)", log.display());
+        bail!(
+            "{} holds no baremark records (is it the raw serial output at 115200 baud?)",
+            log.display()
+        );
     }
     Ok(match end_status.as_deref() {
         Some("ok") => ExitCode::SUCCESS,
         Some(_) => ExitCode::from(EXIT_KERNEL_FAILURE),
         None => {
-            eprintln!("baremark: the log has no end record: the run did not finish (or the capture stopped early)");
+            eprintln!(
+                "baremark: the log has no end record: the run did not finish (or the capture stopped early)"
+            );
             ExitCode::from(EXIT_NO_END)
         }
     })

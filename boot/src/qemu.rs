@@ -48,7 +48,15 @@ pub struct QemuOptions {
 
 impl QemuOptions {
     pub fn new(firmware: Firmware, accel: Accel) -> Self {
-        Self { firmware, accel, cpu: None, icount: None, memory_mib: 256, extra_args: Vec::new(), timeout: Duration::from_secs(60) }
+        Self {
+            firmware,
+            accel,
+            cpu: None,
+            icount: None,
+            memory_mib: 256,
+            extra_args: Vec::new(),
+            timeout: Duration::from_secs(60),
+        }
     }
 }
 
@@ -87,19 +95,38 @@ pub fn find_ovmf() -> Result<Ovmf> {
     if let Some(p) = std::env::var_os("BAREMARK_OVMF") {
         return Ok(Ovmf::Combined(PathBuf::from(p)));
     }
-    for combined in ["/usr/share/ovmf/OVMF.fd", "/usr/share/qemu/OVMF.fd", "/usr/share/OVMF/OVMF.fd"] {
+    for combined in [
+        "/usr/share/ovmf/OVMF.fd",
+        "/usr/share/qemu/OVMF.fd",
+        "/usr/share/OVMF/OVMF.fd",
+    ] {
         if Path::new(combined).is_file() {
             return Ok(Ovmf::Combined(combined.into()));
         }
     }
     for (code, vars) in [
-        ("/usr/share/OVMF/OVMF_CODE_4M.fd", "/usr/share/OVMF/OVMF_VARS_4M.fd"),
-        ("/usr/share/OVMF/OVMF_CODE.fd", "/usr/share/OVMF/OVMF_VARS.fd"),
-        ("/usr/share/edk2/x64/OVMF_CODE.fd", "/usr/share/edk2/x64/OVMF_VARS.fd"),
-        ("/usr/share/edk2/ovmf/OVMF_CODE.fd", "/usr/share/edk2/ovmf/OVMF_VARS.fd"),
+        (
+            "/usr/share/OVMF/OVMF_CODE_4M.fd",
+            "/usr/share/OVMF/OVMF_VARS_4M.fd",
+        ),
+        (
+            "/usr/share/OVMF/OVMF_CODE.fd",
+            "/usr/share/OVMF/OVMF_VARS.fd",
+        ),
+        (
+            "/usr/share/edk2/x64/OVMF_CODE.fd",
+            "/usr/share/edk2/x64/OVMF_VARS.fd",
+        ),
+        (
+            "/usr/share/edk2/ovmf/OVMF_CODE.fd",
+            "/usr/share/edk2/ovmf/OVMF_VARS.fd",
+        ),
     ] {
         if Path::new(code).is_file() && Path::new(vars).is_file() {
-            return Ok(Ovmf::Split { code: code.into(), vars: vars.into() });
+            return Ok(Ovmf::Split {
+                code: code.into(),
+                vars: vars.into(),
+            });
         }
     }
     bail!(
@@ -110,7 +137,11 @@ pub fn find_ovmf() -> Result<Ovmf> {
 
 /// Whether /dev/kvm can be opened for reading and writing; the error says why not.
 pub fn kvm_device_usable() -> Result<(), String> {
-    match std::fs::OpenOptions::new().read(true).write(true).open("/dev/kvm") {
+    match std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/kvm")
+    {
         Ok(_) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err("/dev/kvm does not exist".into()),
         Err(e) => Err(format!("/dev/kvm cannot be opened: {e}")),
@@ -121,13 +152,16 @@ pub fn kvm_device_usable() -> Result<(), String> {
 /// files (a copy of the UEFI variable store).
 pub fn command(qemu: &Path, image: &Path, opts: &QemuOptions, scratch: &Path) -> Result<Command> {
     let mut cmd = Command::new(qemu);
-    cmd.args(["-machine", "q35", "-m"]).arg(format!("{}M", opts.memory_mib));
+    cmd.args(["-machine", "q35", "-m"])
+        .arg(format!("{}M", opts.memory_mib));
     match opts.accel {
         Accel::Kvm => {
-            cmd.args(["-accel", "kvm", "-cpu"]).arg(opts.cpu.as_deref().unwrap_or("host"));
+            cmd.args(["-accel", "kvm", "-cpu"])
+                .arg(opts.cpu.as_deref().unwrap_or("host"));
         }
         Accel::Tcg | Accel::Auto => {
-            cmd.args(["-accel", "tcg", "-cpu"]).arg(opts.cpu.as_deref().unwrap_or("max"));
+            cmd.args(["-accel", "tcg", "-cpu"])
+                .arg(opts.cpu.as_deref().unwrap_or("max"));
             if let Some(shift) = opts.icount {
                 cmd.arg("-icount").arg(format!("shift={shift}"));
             }
@@ -141,12 +175,17 @@ pub fn command(qemu: &Path, image: &Path, opts: &QemuOptions, scratch: &Path) ->
             Ovmf::Split { code, vars } => {
                 let vars_copy = scratch.join("OVMF_VARS.fd");
                 std::fs::copy(&vars, &vars_copy)?;
-                cmd.arg("-drive").arg(format!("if=pflash,format=raw,readonly=on,file={}", code.display()));
-                cmd.arg("-drive").arg(format!("if=pflash,format=raw,file={}", vars_copy.display()));
+                cmd.arg("-drive").arg(format!(
+                    "if=pflash,format=raw,readonly=on,file={}",
+                    code.display()
+                ));
+                cmd.arg("-drive")
+                    .arg(format!("if=pflash,format=raw,file={}", vars_copy.display()));
             }
         }
     }
-    cmd.arg("-drive").arg(format!("format=raw,file={}", image.display()));
+    cmd.arg("-drive")
+        .arg(format!("format=raw,file={}", image.display()));
     cmd.args([
         "-device",
         "isa-debug-exit,iobase=0xf4,iosize=0x04",

@@ -43,7 +43,10 @@ impl Record {
 
 /// Parses a hex string value ("0x1f").
 pub fn parse_hex(value: &Value) -> Option<u64> {
-    value.as_str().and_then(|s| s.strip_prefix("0x")).and_then(|s| u64::from_str_radix(s, 16).ok())
+    value
+        .as_str()
+        .and_then(|s| s.strip_prefix("0x"))
+        .and_then(|s| u64::from_str_radix(s, 16).ok())
 }
 
 /// One line of the serial stream.
@@ -57,12 +60,14 @@ pub enum Line {
 pub fn parse_line(raw: &str) -> Line {
     let line = raw.trim_end_matches(['\r', '\n']);
     let trimmed = line.trim_start();
-    if trimmed.starts_with('{') {
-        if let Ok(value @ Value::Object(_)) = serde_json::from_str::<Value>(trimmed) {
-            if let Some(kind) = value.get("type").and_then(Value::as_str) {
-                return Line::Record(Record { kind: kind.to_string(), value });
-            }
-        }
+    if trimmed.starts_with('{')
+        && let Ok(value @ Value::Object(_)) = serde_json::from_str::<Value>(trimmed)
+        && let Some(kind) = value.get("type").and_then(Value::as_str)
+    {
+        return Line::Record(Record {
+            kind: kind.to_string(),
+            value,
+        });
     }
     Line::Text(line.to_string())
 }
@@ -79,13 +84,21 @@ mod tests {
     #[test]
     fn records_and_text_are_told_apart() {
         let rec = parse_line("{\"type\":\"cpu\",\"v\":1,\"family\":6}\r");
-        let Line::Record(r) = rec else { panic!("not a record") };
+        let Line::Record(r) = rec else {
+            panic!("not a record")
+        };
         assert_eq!(r.kind, "cpu");
         assert_eq!(r.version(), Some(1));
         assert_eq!(r.u64("family"), Some(6));
-        assert_eq!(parse_line("INFO : Jumping to kernel entry point"), Line::Text("INFO : Jumping to kernel entry point".into()));
+        assert_eq!(
+            parse_line("INFO : Jumping to kernel entry point"),
+            Line::Text("INFO : Jumping to kernel entry point".into())
+        );
         // A record cut off by a crash is text, not an error.
-        assert!(matches!(parse_line("{\"type\":\"cpu\",\"v\":1,\"fam"), Line::Text(_)));
+        assert!(matches!(
+            parse_line("{\"type\":\"cpu\",\"v\":1,\"fam"),
+            Line::Text(_)
+        ));
         // JSON without a type is text.
         assert!(matches!(parse_line("{\"a\":1}"), Line::Text(_)));
         assert!(matches!(parse_line("[1,2]"), Line::Text(_)));
@@ -93,7 +106,9 @@ mod tests {
 
     #[test]
     fn hex_fields() {
-        let Line::Record(r) = parse_line(r#"{"type":"fault","v":1,"rip":"0xffff800000001234","bad":"12"}"#) else {
+        let Line::Record(r) =
+            parse_line(r#"{"type":"fault","v":1,"rip":"0xffff800000001234","bad":"12"}"#)
+        else {
             panic!()
         };
         assert_eq!(r.hex("rip"), Some(0xffff_8000_0000_1234));

@@ -29,7 +29,11 @@ pub fn record_lines(r: &Record) -> Option<String> {
             let cfg = r.get("config");
             let usable = mem.get("usable_bytes").and_then(Value::as_u64).unwrap_or(0) >> 20;
             let test = cfg.get("test").and_then(Value::as_str).unwrap_or("none");
-            let test = if test == "none" { String::new() } else { format!(" | TEST {test}") };
+            let test = if test == "none" {
+                String::new()
+            } else {
+                format!(" | TEST {test}")
+            };
             format!(
                 "{}{} {} | firmware {} | {} MiB usable | config from {}{}",
                 label("boot"),
@@ -43,14 +47,24 @@ pub fn record_lines(r: &Record) -> Option<String> {
         }
         "cpu" => {
             let features = r.get("features").as_object();
-            let (have, lack): (Vec<_>, Vec<_>) =
-                features.into_iter().flatten().partition(|(_, v)| v.as_bool().unwrap_or(false));
-            let names = |v: Vec<(&String, &Value)>| v.into_iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>().join(" ");
+            let (have, lack): (Vec<_>, Vec<_>) = features
+                .into_iter()
+                .flatten()
+                .partition(|(_, v)| v.as_bool().unwrap_or(false));
+            let names = |v: Vec<(&String, &Value)>| {
+                v.into_iter()
+                    .map(|(k, _)| k.as_str())
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            };
             let prot = r
                 .get("protections")
                 .as_object()
                 .map(|o| {
-                    o.iter().map(|(k, v)| format!("{k} {}", v.as_str().unwrap_or("?"))).collect::<Vec<_>>().join(", ")
+                    o.iter()
+                        .map(|(k, v)| format!("{k} {}", v.as_str().unwrap_or("?")))
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 })
                 .unwrap_or_default();
             format!(
@@ -61,7 +75,9 @@ pub fn record_lines(r: &Record) -> Option<String> {
                 r.u64("model").unwrap_or(0),
                 r.u64("stepping").unwrap_or(0),
                 s(r, "brand"),
-                r.str("hypervisor").or(r.str("hypervisor_signature")).unwrap_or("none"),
+                r.str("hypervisor")
+                    .or(r.str("hypervisor_signature"))
+                    .unwrap_or("none"),
                 label(""),
                 names(have),
                 label(""),
@@ -95,12 +111,22 @@ pub fn record_lines(r: &Record) -> Option<String> {
                 (Some(p), Some(m)) if m != "pit-calibration" => format!(" | PIT check {}", mhz(p)),
                 _ => String::new(),
             };
-            let invariant = if r.get("invariant").as_bool() == Some(true) { "invariant" } else { "not invariant" };
+            let invariant = if r.get("invariant").as_bool() == Some(true) {
+                "invariant"
+            } else {
+                "not invariant"
+            };
             format!("{}{head}{pit} | {invariant}", label("tsc"))
         }
         "apic" => {
             let checks = r.get("timer_checks");
-            let c = |k: &str| checks.get(k).and_then(Value::as_str).unwrap_or("?").to_string();
+            let c = |k: &str| {
+                checks
+                    .get(k)
+                    .and_then(Value::as_str)
+                    .unwrap_or("?")
+                    .to_string()
+            };
             let latency = checks
                 .get("deadline_latency_tsc")
                 .and_then(Value::as_u64)
@@ -124,10 +150,19 @@ pub fn record_lines(r: &Record) -> Option<String> {
             let counters = if version > 0 {
                 format!(
                     " | v{version}: {} GP x {} bits, {} fixed x {} bits",
-                    intel.get("gp_counters").and_then(Value::as_u64).unwrap_or(0),
+                    intel
+                        .get("gp_counters")
+                        .and_then(Value::as_u64)
+                        .unwrap_or(0),
                     intel.get("gp_width").and_then(Value::as_u64).unwrap_or(0),
-                    intel.get("fixed_counters").and_then(Value::as_u64).unwrap_or(0),
-                    intel.get("fixed_width").and_then(Value::as_u64).unwrap_or(0)
+                    intel
+                        .get("fixed_counters")
+                        .and_then(Value::as_u64)
+                        .unwrap_or(0),
+                    intel
+                        .get("fixed_width")
+                        .and_then(Value::as_u64)
+                        .unwrap_or(0)
                 )
             } else {
                 String::new()
@@ -136,7 +171,11 @@ pub fn record_lines(r: &Record) -> Option<String> {
             format!("{}{}{counters} | {backend}", label("pmu"), s(r, "summary"))
         }
         "config_error" => match r.u64("line") {
-            Some(line) => format!("{}run.cfg line {line}: {}", label("config"), s(r, "message")),
+            Some(line) => format!(
+                "{}run.cfg line {line}: {}",
+                label("config"),
+                s(r, "message")
+            ),
             None => format!("{}{}", label("config"), s(r, "message")),
         },
         "error" => format!("{}[{}] {}", label("ERROR"), s(r, "source"), s(r, "message")),
@@ -153,7 +192,13 @@ pub fn record_lines(r: &Record) -> Option<String> {
                 s(r, "rsp")
             );
             if let Some(cr2) = r.str("cr2") {
-                let flags: Vec<&str> = r.get("page_fault").as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+                let flags: Vec<&str> = r
+                    .get("page_fault")
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Value::as_str)
+                    .collect();
                 let _ = write!(line, " | cr2 {cr2} ({})", flags.join(", "));
             }
             line
@@ -171,7 +216,11 @@ pub fn record_lines(r: &Record) -> Option<String> {
             let n = |k: &str| irq.get(k).and_then(Value::as_u64).unwrap_or(0);
             let status = match r.str("status") {
                 Some("ok") => "ok".to_string(),
-                Some(other) => format!("{} ({})", other.to_uppercase(), r.str("reason").unwrap_or("no reason")),
+                Some(other) => format!(
+                    "{} ({})",
+                    other.to_uppercase(),
+                    r.str("reason").unwrap_or("no reason")
+                ),
                 None => "?".into(),
             };
             format!(
@@ -186,14 +235,19 @@ pub fn record_lines(r: &Record) -> Option<String> {
         other => format!("{}{}", label(other), r.value),
     };
     if let Some(v) = r.version().filter(|&v| v != SCHEMA_VERSION) {
-        let _ = write!(out, "  [record schema v{v}; this tool knows v{SCHEMA_VERSION}]");
+        let _ = write!(
+            out,
+            "  [record schema v{v}; this tool knows v{SCHEMA_VERSION}]"
+        );
     }
     Some(out)
 }
 
 /// The closing lines of `baremark run`: how QEMU ran and the verdict.
 pub fn outcome_lines(outcome: &RunOutcome, accel_reason: &str) -> String {
-    let secs = |d: Option<std::time::Duration>| d.map_or("never".to_string(), |d| format!("{:.2} s", d.as_secs_f64()));
+    let secs = |d: Option<std::time::Duration>| {
+        d.map_or("never".to_string(), |d| format!("{:.2} s", d.as_secs_f64()))
+    };
     let mut out = format!(
         "{}{} ({accel_reason}) | {} firmware\n{}first record after {} | end record after {} | QEMU exit status {} | total {:.2} s",
         label("qemu"),
@@ -212,10 +266,20 @@ pub fn outcome_lines(outcome: &RunOutcome, accel_reason: &str) -> String {
     match outcome.verdict() {
         Verdict::Success => {}
         Verdict::KernelFailure(reason) => {
-            let _ = write!(out, "\n{}the kernel reported failure: {reason}", label("result"));
+            let _ = write!(
+                out,
+                "\n{}the kernel reported failure: {reason}",
+                label("result")
+            );
         }
         Verdict::NoEndRecord(reason) => {
-            let _ = write!(out, "\n{}no end record: {reason}\n{}last serial lines:\n{}", label("result"), label(""), outcome.tail_text());
+            let _ = write!(
+                out,
+                "\n{}no end record: {reason}\n{}last serial lines:\n{}",
+                label("result"),
+                label(""),
+                outcome.tail_text()
+            );
         }
         Verdict::Timeout => {
             let _ = write!(
@@ -245,16 +309,32 @@ mod tests {
 
     #[test]
     fn renders_known_records() {
-        let tsc = rec(r#"{"type":"tsc","v":1,"hz":2994123456,"method":"pit-calibration","uncertainty_ppm":12,"samples":5,"invariant":false}"#);
-        assert_eq!(record_lines(&tsc).unwrap(), "tsc      2994.123 MHz +/- 12 ppm (pit-calibration, 5 samples) | not invariant");
+        let tsc = rec(
+            r#"{"type":"tsc","v":1,"hz":2994123456,"method":"pit-calibration","uncertainty_ppm":12,"samples":5,"invariant":false}"#,
+        );
+        assert_eq!(
+            record_lines(&tsc).unwrap(),
+            "tsc      2994.123 MHz +/- 12 ppm (pit-calibration, 5 samples) | not invariant"
+        );
         let fault = rec(
             r##"{"type":"fault","v":1,"mode":"kernel","vector":14,"mnemonic":"#PF","name":"page-fault","rip":"0x1","error_code":"0x0","rsp":"0x2","cr2":"0xdead","page_fault":["not-present","read","supervisor"]}"##,
         );
         let line = record_lines(&fault).unwrap();
-        assert!(line.starts_with("FAULT    kernel-mode #PF page-fault (vector 14)"), "{line}");
-        assert!(line.contains("cr2 0xdead (not-present, read, supervisor)"), "{line}");
-        let end = rec(r#"{"type":"end","v":1,"status":"fail","reason":"kernel panic","interrupts":{"timer":7}}"#);
-        assert_eq!(record_lines(&end).unwrap(), "end      FAIL (kernel panic) | interrupts: timer 7, nmi 0, spurious 0, unexpected 0");
+        assert!(
+            line.starts_with("FAULT    kernel-mode #PF page-fault (vector 14)"),
+            "{line}"
+        );
+        assert!(
+            line.contains("cr2 0xdead (not-present, read, supervisor)"),
+            "{line}"
+        );
+        let end = rec(
+            r#"{"type":"end","v":1,"status":"fail","reason":"kernel panic","interrupts":{"timer":7}}"#,
+        );
+        assert_eq!(
+            record_lines(&end).unwrap(),
+            "end      FAIL (kernel panic) | interrupts: timer 7, nmi 0, spurious 0, unexpected 0"
+        );
     }
 
     #[test]

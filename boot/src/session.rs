@@ -89,13 +89,21 @@ impl RunOutcome {
         match self.record("end") {
             Some(end) if end.str("status") == Some("ok") => match self.qemu_status {
                 Some(QEMU_EXIT_SUCCESS) | None => Verdict::Success,
-                Some(other) => Verdict::KernelFailure(format!("end record says ok but QEMU exited with {other}")),
+                Some(other) => Verdict::KernelFailure(format!(
+                    "end record says ok but QEMU exited with {other}"
+                )),
             },
-            Some(end) => Verdict::KernelFailure(end.str("reason").unwrap_or("no reason given").to_string()),
+            Some(end) => {
+                Verdict::KernelFailure(end.str("reason").unwrap_or("no reason given").to_string())
+            }
             None => Verdict::NoEndRecord(match (self.qemu_status, self.qemu_signal) {
-                (Some(QEMU_EXIT_FAILURE), _) => "QEMU exited with the failure status but no end record arrived".into(),
+                (Some(QEMU_EXIT_FAILURE), _) => {
+                    "QEMU exited with the failure status but no end record arrived".into()
+                }
                 (Some(s), _) => {
-                    format!("QEMU exited with status {s} before an end record (crash, triple fault or QEMU error)")
+                    format!(
+                        "QEMU exited with status {s} before an end record (crash, triple fault or QEMU error)"
+                    )
                 }
                 (None, Some(sig)) => format!("QEMU died from signal {sig} before an end record"),
                 (None, None) => "QEMU was stopped before an end record".into(),
@@ -124,21 +132,33 @@ impl RunOutcome {
 
 /// Builds the image for `request` and boots it, calling `on_event` for each line as it arrives.
 pub fn boot(request: &BootRequest, on_event: &mut dyn FnMut(Event<'_>)) -> Result<RunOutcome> {
-    assert!(request.qemu.accel != Accel::Auto, "resolve the accelerator first (resolve_accel)");
+    assert!(
+        request.qemu.accel != Accel::Auto,
+        "resolve the accelerator first (resolve_accel)"
+    );
     let scratch = tempfile::tempdir().context("creating a temporary directory")?;
-    let image = scratch.path().join(format!("baremark-{}.img", request.qemu.firmware.name()));
+    let image = scratch
+        .path()
+        .join(format!("baremark-{}.img", request.qemu.firmware.name()));
     image::build_image(request.qemu.firmware, &request.config, &image)?;
     let qemu_bin = qemu::qemu_binary()?;
     let mut cmd = qemu::command(&qemu_bin, &image, &request.qemu, scratch.path())?;
     let command_line = format!("{cmd:?}");
-    cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
     let mut log = match &request.log {
-        Some(path) => Some(std::fs::File::create(path).with_context(|| format!("creating log file {}", path.display()))?),
+        Some(path) => Some(
+            std::fs::File::create(path)
+                .with_context(|| format!("creating log file {}", path.display()))?,
+        ),
         None => None,
     };
 
     let start = Instant::now();
-    let mut child = cmd.spawn().with_context(|| format!("starting {}", qemu_bin.display()))?;
+    let mut child = cmd
+        .spawn()
+        .with_context(|| format!("starting {}", qemu_bin.display()))?;
     let (tx, rx) = mpsc::channel::<Vec<u8>>();
     let mut stdout = child.stdout.take().expect("stdout is piped");
     let reader = std::thread::spawn(move || {
@@ -273,7 +293,10 @@ pub fn resolve_accel(requested: Accel, base: &QemuOptions) -> (Accel, String) {
             probe_opts.icount = None;
             probe_opts.timeout = Duration::from_secs(15);
             let probe = BootRequest {
-                config: RunConfig { timer_checks: false, ..RunConfig::default() },
+                config: RunConfig {
+                    timer_checks: false,
+                    ..RunConfig::default()
+                },
                 qemu: probe_opts,
                 log: None,
             };
@@ -281,20 +304,39 @@ pub fn resolve_accel(requested: Accel, base: &QemuOptions) -> (Accel, String) {
                 Ok(outcome) => match outcome.verdict() {
                     Verdict::Success => (
                         Accel::Kvm,
-                        format!("/dev/kvm works and a probe boot succeeded in {:.2} s", outcome.total.as_secs_f64()),
+                        format!(
+                            "/dev/kvm works and a probe boot succeeded in {:.2} s",
+                            outcome.total.as_secs_f64()
+                        ),
                     ),
                     verdict => {
-                        let detail = outcome.qemu_stderr.lines().find(|l| !l.trim().is_empty()).unwrap_or("").trim().to_string();
+                        let detail = outcome
+                            .qemu_stderr
+                            .lines()
+                            .find(|l| !l.trim().is_empty())
+                            .unwrap_or("")
+                            .trim()
+                            .to_string();
                         let why = match verdict {
                             Verdict::Timeout => "the probe boot timed out after 15 s".to_string(),
                             Verdict::KernelFailure(r) | Verdict::NoEndRecord(r) => r,
                             Verdict::Success => unreachable!(),
                         };
-                        let detail = if detail.is_empty() { String::new() } else { format!(" ({detail})") };
-                        (Accel::Tcg, format!("/dev/kvm exists but a KVM probe boot failed: {why}{detail}"))
+                        let detail = if detail.is_empty() {
+                            String::new()
+                        } else {
+                            format!(" ({detail})")
+                        };
+                        (
+                            Accel::Tcg,
+                            format!("/dev/kvm exists but a KVM probe boot failed: {why}{detail}"),
+                        )
                     }
                 },
-                Err(e) => (Accel::Tcg, format!("/dev/kvm exists but the KVM probe could not run: {e:#}")),
+                Err(e) => (
+                    Accel::Tcg,
+                    format!("/dev/kvm exists but the KVM probe could not run: {e:#}"),
+                ),
             }
         }
     }

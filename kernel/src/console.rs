@@ -19,7 +19,10 @@ pub fn record(kind: &str, build: impl for<'a> FnOnce(Record<'a>) -> Record<'a>) 
         buf.clear();
         let _ = Record::new(&mut buf, "error")
             .str("source", "console")
-            .fmt("message", format_args!("a `{kind}` record exceeded {MAX_RECORD_LEN} bytes and was dropped"))
+            .fmt(
+                "message",
+                format_args!("a `{kind}` record exceeded {MAX_RECORD_LEN} bytes and was dropped"),
+            )
             .finish();
         write_line(buf.as_bytes());
     }
@@ -34,7 +37,9 @@ pub fn record_fatal(kind: &str, build: impl for<'a> FnOnce(Record<'a>) -> Record
     if complete {
         serial::write_fatal(buf.as_bytes());
     } else {
-        serial::write_fatal(br#"{"type":"error","v":1,"source":"console","message":"a fatal record was too long"}"#);
+        serial::write_fatal(
+            br#"{"type":"error","v":1,"source":"console","message":"a fatal record was too long"}"#,
+        );
     }
     serial::write_fatal(b"\r\n");
 }

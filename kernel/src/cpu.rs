@@ -92,10 +92,16 @@ pub fn identify() -> CpuInfo {
 /// Identifies the CPU from any CPUID source (tests feed recorded leaves).
 pub fn identify_with<R: CpuIdReader>(reader: R) -> CpuInfo {
     let cpuid = CpuId::with_cpuid_reader(reader.clone());
-    let vendor = cpuid.get_vendor_info().map_or(SmallStr::new("unknown"), |v| SmallStr::new(v.as_str()));
+    let vendor = cpuid
+        .get_vendor_info()
+        .map_or(SmallStr::new("unknown"), |v| SmallStr::new(v.as_str()));
     let fi = cpuid.get_feature_info();
-    let (family, model, stepping) = fi.as_ref().map_or((0, 0, 0), |f| (f.family_id(), f.model_id(), f.stepping_id()));
-    let brand = cpuid.get_processor_brand_string().map_or(SmallStr::new(""), |b| SmallStr::new(b.as_str().trim()));
+    let (family, model, stepping) = fi.as_ref().map_or((0, 0, 0), |f| {
+        (f.family_id(), f.model_id(), f.stepping_id())
+    });
+    let brand = cpuid
+        .get_processor_brand_string()
+        .map_or(SmallStr::new(""), |b| SmallStr::new(b.as_str().trim()));
     let max_leaf = raw_cpuid_leaf(&reader, 0)[0];
     let ext = cpuid.get_extended_processor_and_feature_identifiers();
     let leaf7 = cpuid.get_extended_feature_info();
@@ -204,9 +210,20 @@ mod tests {
         ((0, u32::MAX), [0x16, le(b"Genu"), le(b"ntel"), le(b"ineI")]),
         // family 6, model 0x55 (ext model 5, model 5), stepping 4; ECX: x2apic(21),
         // tsc-deadline(24), hypervisor(31), pdcm(15), pcid(17).
-        ((1, u32::MAX), [0x0005_0654, 0, (1 << 21) | (1 << 24) | (1u32 << 31) | (1 << 15) | (1 << 17), 0]),
+        (
+            (1, u32::MAX),
+            [
+                0x0005_0654,
+                0,
+                (1 << 21) | (1 << 24) | (1u32 << 31) | (1 << 15) | (1 << 17),
+                0,
+            ],
+        ),
         ((7, 0), [0, (1 << 7) | (1 << 20), 1 << 2, 0]),
-        ((0x4000_0000, u32::MAX), [0x4000_0001, le(b"KVMK"), le(b"VMKV"), le(b"M\0\0\0")]),
+        (
+            (0x4000_0000, u32::MAX),
+            [0x4000_0001, le(b"KVMK"), le(b"VMKV"), le(b"M\0\0\0")],
+        ),
         ((0x8000_0000, u32::MAX), [0x8000_0008, 0, 0, 0]),
         ((0x8000_0001, u32::MAX), [0, 0, 0, (1 << 20) | (1 << 27)]),
         ((0x8000_0007, u32::MAX), [0, 0, 0, 1 << 8]),

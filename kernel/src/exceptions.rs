@@ -55,7 +55,11 @@ pub fn page_fault_flags(error_code: u64) -> impl Iterator<Item = &'static str> {
     ]
     .into_iter()
     .filter_map(move |(bit, set, clear)| {
-        let s = if error_code & (1 << bit) != 0 { set } else { clear };
+        let s = if error_code & (1 << bit) != 0 {
+            set
+        } else {
+            clear
+        };
         (!s.is_empty()).then_some(s)
     })
 }
@@ -76,6 +80,9 @@ mod tests {
     #[test]
     fn page_fault_error_code() {
         let f: Vec<_> = page_fault_flags(0b10010).collect();
-        assert_eq!(f, ["not-present", "write", "supervisor", "instruction-fetch"]);
+        assert_eq!(
+            f,
+            ["not-present", "write", "supervisor", "instruction-fetch"]
+        );
     }
 }

@@ -26,7 +26,14 @@ static ENDING: AtomicBool = AtomicBool::new(false);
 
 /// Records what to do after the `end` record (from the run configuration).
 pub fn set_on_end(on_end: OnEnd) {
-    ON_END.store(if on_end == OnEnd::QemuExit { ON_END_QEMU_EXIT } else { ON_END_HALT }, Relaxed);
+    ON_END.store(
+        if on_end == OnEnd::QemuExit {
+            ON_END_QEMU_EXIT
+        } else {
+            ON_END_HALT
+        },
+        Relaxed,
+    );
 }
 
 /// Outcome of a run.
@@ -47,7 +54,14 @@ pub fn end(status: Status, reason: Option<&str>) -> ! {
         r.str("status", if status == Status::Ok { "ok" } else { "fail" })
             .opt_str("reason", reason)
             .u64("tsc", cpu::rdtsc())
-            .str("on_end", if on_end == ON_END_QEMU_EXIT { "qemu-exit" } else { "halt" })
+            .str(
+                "on_end",
+                if on_end == ON_END_QEMU_EXIT {
+                    "qemu-exit"
+                } else {
+                    "halt"
+                },
+            )
             .object("interrupts", |r| {
                 r.u64("timer", COUNTS.timer_ticks.load(Relaxed))
                     .u64("breakpoints", COUNTS.breakpoints.load(Relaxed))
@@ -62,7 +76,11 @@ pub fn end(status: Status, reason: Option<&str>) -> ! {
 
 fn stop(status: Status) -> ! {
     if ON_END.load(Relaxed) == ON_END_QEMU_EXIT {
-        port::qemu_debug_exit(if status == Status::Ok { EXIT_SUCCESS } else { EXIT_FAILURE });
+        port::qemu_debug_exit(if status == Status::Ok {
+            EXIT_SUCCESS
+        } else {
+            EXIT_FAILURE
+        });
     }
     cpu::halt_forever()
 }
@@ -85,7 +103,8 @@ pub fn fault(frame: &TrapFrame) -> ! {
             .hex("rsp", frame.rsp)
             .hex("ss", frame.ss);
         let r = if page_fault {
-            r.hex("cr2", cr2).str_array("page_fault", exceptions::page_fault_flags(frame.error_code))
+            r.hex("cr2", cr2)
+                .str_array("page_fault", exceptions::page_fault_flags(frame.error_code))
         } else {
             r
         };
@@ -122,7 +141,10 @@ fn panic(info: &core::panic::PanicInfo<'_>) -> ! {
     }
     console::record_fatal("panic", |r| {
         let r = match info.location() {
-            Some(l) => r.str("file", l.file()).u64("line", u64::from(l.line())).u64("column", u64::from(l.column())),
+            Some(l) => r
+                .str("file", l.file())
+                .u64("line", u64::from(l.line()))
+                .u64("column", u64::from(l.column())),
             None => r.null("file").null("line").null("column"),
         };
         r.fmt("message", format_args!("{}", info.message()))

@@ -38,5 +38,8 @@ pub mod timer;
 #[cfg(target_os = "none")]
 pub mod traps;
 
+#[cfg(test)]
+mod testing;
+
 /// The kernel's version, reported in the `boot` record.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -29,7 +29,10 @@ pub fn run(boot_info: &'static mut BootInfo) -> ! {
     let facts = match baremark_hw::boot::init(boot_info) {
         Ok(facts) => facts,
         Err(e) => {
-            record("error", |r| r.str("source", "boot").fmt("message", format_args!("{e:?}")));
+            record("error", |r| {
+                r.str("source", "boot")
+                    .fmt("message", format_args!("{e:?}"))
+            });
             fatal::end(Status::Fail, Some("unusable boot information"));
         }
     };
@@ -37,7 +40,10 @@ pub fn run(boot_info: &'static mut BootInfo) -> ! {
     // Configuration errors are reported after the boot record, so collect them first.
     let mut errors: [Option<ConfigError<'static>>; 16] = [None; 16];
     let mut dropped_errors = 0;
-    let (config, members) = config::from_ramdisk(facts.ramdisk, &mut |e| match errors.iter_mut().find(|s| s.is_none()) {
+    let (config, members) = config::from_ramdisk(facts.ramdisk, &mut |e| match errors
+        .iter_mut()
+        .find(|s| s.is_none())
+    {
         Some(slot) => *slot = Some(e),
         None => dropped_errors += 1,
     });
@@ -45,10 +51,16 @@ pub fn run(boot_info: &'static mut BootInfo) -> ! {
 
     report_boot(&facts, &config, members, tsc_at_entry);
     for e in errors.iter().flatten() {
-        record("config_error", |r| r.opt_u64("line", e.line().map(|l| l as u64)).fmt("message", format_args!("{e}")));
+        record("config_error", |r| {
+            r.opt_u64("line", e.line().map(|l| l as u64))
+                .fmt("message", format_args!("{e}"))
+        });
     }
     if dropped_errors > 0 {
-        record("config_error", |r| r.null("line").fmt("message", format_args!("{dropped_errors} more errors")));
+        record("config_error", |r| {
+            r.null("line")
+                .fmt("message", format_args!("{dropped_errors} more errors"))
+        });
     }
 
     let cpu = cpu::identify();
@@ -82,9 +94,19 @@ fn report_boot(facts: &BootFacts, config: &RunConfig, members: usize, tsc_at_ent
     record("boot", |r| {
         r.str("kernel", "baremark")
             .str("version", crate::VERSION)
-            .fmt("bootloader_api", format_args!("{api_major}.{api_minor}.{api_patch}"))
+            .fmt(
+                "bootloader_api",
+                format_args!("{api_major}.{api_minor}.{api_patch}"),
+            )
             .str("firmware", firmware)
-            .str("serial", if facts.serial == SerialStatus::Ready { "ready" } else { "absent" })
+            .str(
+                "serial",
+                if facts.serial == SerialStatus::Ready {
+                    "ready"
+                } else {
+                    "absent"
+                },
+            )
             .u64("tsc_at_entry", tsc_at_entry)
             .object("memory", |r| {
                 r.u64("usable_bytes", facts.frames.usable_bytes)
@@ -96,15 +118,31 @@ fn report_boot(facts: &BootFacts, config: &RunConfig, members: usize, tsc_at_ent
                     .hex("physical_memory_offset", facts.physical_memory_offset)
             })
             .object("kernel_image", |r| {
-                r.hex("physical", facts.kernel_phys).u64("bytes", facts.kernel_len).hex("virtual", facts.kernel_virt)
+                r.hex("physical", facts.kernel_phys)
+                    .u64("bytes", facts.kernel_len)
+                    .hex("virtual", facts.kernel_virt)
             })
             .object("config", |r| {
-                r.str("source", if config.source == ConfigSource::Ramdisk { "ramdisk" } else { "defaults" })
-                    .u64("ramdisk_bytes", facts.ramdisk.len() as u64)
-                    .u64("ramdisk_members", members as u64)
-                    .str("on_end", if config.on_end == config::OnEnd::QemuExit { "qemu-exit" } else { "halt" })
-                    .str("test", config.test.name())
-                    .bool("timer_checks", config.timer_checks)
+                r.str(
+                    "source",
+                    if config.source == ConfigSource::Ramdisk {
+                        "ramdisk"
+                    } else {
+                        "defaults"
+                    },
+                )
+                .u64("ramdisk_bytes", facts.ramdisk.len() as u64)
+                .u64("ramdisk_members", members as u64)
+                .str(
+                    "on_end",
+                    if config.on_end == config::OnEnd::QemuExit {
+                        "qemu-exit"
+                    } else {
+                        "halt"
+                    },
+                )
+                .str("test", config.test.name())
+                .bool("timer_checks", config.timer_checks)
             })
             .opt_str("framebuffer", facts.framebuffer.map(|_| "present"))
             .opt_u64("rsdp", facts.rsdp)
@@ -114,10 +152,17 @@ fn report_boot(facts: &BootFacts, config: &RunConfig, members: usize, tsc_at_ent
         crate::VERSION,
         facts.frames.usable_bytes >> 20,
         heap.unwrap_or(0) >> 10,
-        if config.source == ConfigSource::Ramdisk { "ramdisk" } else { "defaults" }
+        if config.source == ConfigSource::Ramdisk {
+            "ramdisk"
+        } else {
+            "defaults"
+        }
     );
     if let Err(e) = facts.heap {
-        record("error", |r| r.str("source", "heap").fmt("message", format_args!("heap not mapped: {e:?}")));
+        record("error", |r| {
+            r.str("source", "heap")
+                .fmt("message", format_args!("heap not mapped: {e:?}"))
+        });
     }
 }
 
@@ -165,32 +210,51 @@ fn report_cpu(cpu: &CpuInfo, prot: &Protections) {
         cpu.model,
         cpu.stepping,
         cpu.brand.as_str(),
-        cpu.hypervisor_name.or(hv_sig.as_ref().map(|s| s.as_str())).unwrap_or("none")
+        cpu.hypervisor_name
+            .or(hv_sig.as_ref().map(|s| s.as_str()))
+            .unwrap_or("none")
     );
 }
 
 /// Proves the trap path returns correctly: a breakpoint is handled and resumed, and a #GP on
 /// an MSR that does not exist is turned into an error by the MSR door's exception table.
 fn report_checks() {
-    let before = COUNTS.breakpoints.load(core::sync::atomic::Ordering::Relaxed);
+    let before = COUNTS
+        .breakpoints
+        .load(core::sync::atomic::Ordering::Relaxed);
     baremark_hw::trap::raise_breakpoint();
-    let breakpoint_ok = COUNTS.breakpoints.load(core::sync::atomic::Ordering::Relaxed) == before + 1;
+    let breakpoint_ok = COUNTS
+        .breakpoints
+        .load(core::sync::atomic::Ordering::Relaxed)
+        == before + 1;
     let gp_fixup = msr::gp_recovery_selftest();
     // MSRs that real CPUs refuse with #GP: x2APIC ID while the APIC is still in xAPIC mode (it is
     // until the APIC bring-up), an address in KVM's paravirtual range that nothing implements,
     // and an unassigned AMD address. QEMU's TCG returns 0 for unknown MSRs instead, so there the
     // MSR case is "not-exercised" (the mechanism itself is proven by `gp_recovery`).
     let probes = [0x802u32, 0x4b56_4d7f, 0xc001_1fff];
-    let gp_caught = probes.iter().filter(|&&m| msr::read(m) == Err(msr::MsrError::GeneralProtection)).count();
+    let gp_caught = probes
+        .iter()
+        .filter(|&&m| msr::read(m) == Err(msr::MsrError::GeneralProtection))
+        .count();
     let protected = msr::write(msr::addr::IA32_EFER, 0) == Err(msr::MsrError::Protected);
     record("checks", |r| {
-        r.str("breakpoint_resume", if breakpoint_ok { "ok" } else { "failed" })
-            .str("gp_recovery", if gp_fixup { "ok" } else { "failed" })
-            .str("msr_gp_recovery", if gp_caught > 0 { "ok" } else { "not-exercised" })
-            .str("msr_write_allow_list", if protected { "ok" } else { "failed" })
-            .bool("interrupts_enabled", hwcpu::interrupts_enabled())
-            .opt_u64("heap_used_bytes", Some(baremark_hw::heap::usage().0 as u64))
-            .bool("unmapped_null_page", paging::translate(0).is_none())
+        r.str(
+            "breakpoint_resume",
+            if breakpoint_ok { "ok" } else { "failed" },
+        )
+        .str("gp_recovery", if gp_fixup { "ok" } else { "failed" })
+        .str(
+            "msr_gp_recovery",
+            if gp_caught > 0 { "ok" } else { "not-exercised" },
+        )
+        .str(
+            "msr_write_allow_list",
+            if protected { "ok" } else { "failed" },
+        )
+        .bool("interrupts_enabled", hwcpu::interrupts_enabled())
+        .opt_u64("heap_used_bytes", Some(baremark_hw::heap::usage().0 as u64))
+        .bool("unmapped_null_page", paging::translate(0).is_none())
     });
 }
 
@@ -204,7 +268,12 @@ fn report_tsc(tsc: &TscReport, cpu: &CpuInfo) {
                 .opt_u64("uncertainty_hz", f.uncertainty_hz)
                 .opt_u64("uncertainty_ppm", f.uncertainty_ppm())
                 .u64("samples", u64::from(f.samples)),
-            None => r.null("hz").str("method", "none").null("uncertainty_hz").null("uncertainty_ppm").u64("samples", 0),
+            None => r
+                .null("hz")
+                .str("method", "none")
+                .null("uncertainty_hz")
+                .null("uncertainty_ppm")
+                .u64("samples", 0),
         };
         r.bool("invariant", cpu.features.invariant_tsc)
             .opt_u64("cpuid_16h_base_mhz", tsc.base_mhz.map(u64::from))
@@ -214,20 +283,35 @@ fn report_tsc(tsc: &TscReport, cpu: &CpuInfo) {
     });
     match chosen {
         Some(f) => match f.uncertainty_ppm() {
-            Some(ppm) => say!("tsc    {} +/- {} ppm ({}, {} samples)", Mhz(f.hz), ppm, f.method.name(), f.samples),
+            Some(ppm) => say!(
+                "tsc    {} +/- {} ppm ({}, {} samples)",
+                Mhz(f.hz),
+                ppm,
+                f.method.name(),
+                f.samples
+            ),
             None => say!("tsc    {} ({})", Mhz(f.hz), f.method.name()),
         },
         None => say!("tsc    frequency unknown: no CPUID leaf and no working PIT"),
     }
     if chosen.is_none() {
-        record("error", |r| r.str("source", "tsc").str("message", "TSC frequency unknown: no CPUID leaf and no working PIT"));
+        record("error", |r| {
+            r.str("source", "tsc").str(
+                "message",
+                "TSC frequency unknown: no CPUID leaf and no working PIT",
+            )
+        });
     }
 }
 
 fn report_apic(apic: &ApicReport) {
     match apic.info {
         Ok(info) => {
-            let mode = if info.mode == ApicMode::X2Apic { "x2apic" } else { "xapic" };
+            let mode = if info.mode == ApicMode::X2Apic {
+                "x2apic"
+            } else {
+                "xapic"
+            };
             record("apic", |r| {
                 r.str("mode", mode)
                     .u64("id", u64::from(info.id))
@@ -248,19 +332,26 @@ fn report_apic(apic: &ApicReport) {
                             .opt_u64("periodic_interval_tsc", apic.periodic_interval_tsc)
                             .opt_u64("deadline_latency_tsc", apic.deadline_latency_tsc)
                     })
-                    .u64("error_status", u64::from(baremark_hw::apic::read_and_clear_errors()))
+                    .u64(
+                        "error_status",
+                        u64::from(baremark_hw::apic::read_and_clear_errors()),
+                    )
             });
             say!(
                 "apic   {mode} id {} | timer {} | one-shot {} | periodic {} | tsc-deadline {}",
                 info.id,
-                apic.timer_hz.map_or(MhzOrUnknown(None), |h| MhzOrUnknown(Some(h))),
+                apic.timer_hz
+                    .map_or(MhzOrUnknown(None), |h| MhzOrUnknown(Some(h))),
                 apic.one_shot.as_str(),
                 apic.periodic.as_str(),
                 apic.tsc_deadline.as_str()
             );
         }
         Err(e) => {
-            record("error", |r| r.str("source", "apic").fmt("message", format_args!("local APIC unavailable: {e:?}")));
+            record("error", |r| {
+                r.str("source", "apic")
+                    .fmt("message", format_args!("local APIC unavailable: {e:?}"))
+            });
             say!("apic   unavailable: {e:?}");
         }
     }
@@ -279,10 +370,19 @@ impl core::fmt::Display for MhzOrUnknown {
 
 fn report_pmu(cpu: &CpuInfo) {
     let reader = CpuIdReaderNative;
-    let leaf_0a = if cpu.max_leaf >= 0x0a { raw_cpuid_leaf(&reader, 0x0a) } else { [0; 4] };
+    let leaf_0a = if cpu.max_leaf >= 0x0a {
+        raw_cpuid_leaf(&reader, 0x0a)
+    } else {
+        [0; 4]
+    };
     let intel = IntelArchPerfmon::decode(leaf_0a);
-    let ext1_ecx = if cpu.max_extended_leaf >= 0x8000_0001 { raw_cpuid_leaf(&reader, 0x8000_0001)[2] } else { 0 };
-    let leaf_22 = (cpu.max_extended_leaf >= 0x8000_0022).then(|| raw_cpuid_leaf(&reader, 0x8000_0022));
+    let ext1_ecx = if cpu.max_extended_leaf >= 0x8000_0001 {
+        raw_cpuid_leaf(&reader, 0x8000_0001)[2]
+    } else {
+        0
+    };
+    let leaf_22 =
+        (cpu.max_extended_leaf >= 0x8000_0022).then(|| raw_cpuid_leaf(&reader, 0x8000_0022));
     let amd = AmdPerfmon::decode(ext1_ecx, leaf_22);
     let summary = if cpu.hypervisor_name == Some("tcg") {
         "QEMU software emulation (TCG): no performance counters are emulated"
@@ -293,7 +393,10 @@ fn report_pmu(cpu: &CpuInfo) {
         r.str("discovery", "cpuid-only")
             .str("summary", summary)
             .null("backend")
-            .str("note", "no PMU driver in this build: the TSC is the only counter read")
+            .str(
+                "note",
+                "no PMU driver in this build: the TSC is the only counter read",
+            )
             .object("cpuid_0a", |r| {
                 r.hex("eax", u64::from(leaf_0a[0]))
                     .hex("ebx", u64::from(leaf_0a[1]))
@@ -316,7 +419,10 @@ fn report_pmu(cpu: &CpuInfo) {
                     .opt_u64("perfmon_v2_counters", amd.v2_core_counters.map(u64::from))
             })
     });
-    say!("pmu    {summary} (CPUID.0AH eax={:#x}); no PMU driver yet", leaf_0a[0]);
+    say!(
+        "pmu    {summary} (CPUID.0AH eax={:#x}); no PMU driver yet",
+        leaf_0a[0]
+    );
 }
 
 fn run_test_action(action: TestAction) {

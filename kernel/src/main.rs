@@ -11,7 +11,10 @@
 // `unsafe_code` lint counts them. Nothing else in this module is allowed to use unsafe.
 #[allow(unsafe_code)]
 mod entry {
-    bootloader_api::entry_point!(kernel_main, config = &baremark_hw::layout::BOOTLOADER_CONFIG);
+    bootloader_api::entry_point!(
+        kernel_main,
+        config = &baremark_hw::layout::BOOTLOADER_CONFIG
+    );
 
     fn kernel_main(boot_info: &'static mut bootloader_api::BootInfo) -> ! {
         baremark_kernel::machine::run(boot_info)
@@ -20,6 +23,8 @@ mod entry {
 
 #[cfg(not(target_os = "none"))]
 fn main() {
-    eprintln!("baremark-kernel runs on bare metal; build the boot image with `cargo baremark image`.");
+    eprintln!(
+        "baremark-kernel runs on bare metal; build the boot image with `cargo baremark image`."
+    );
     std::process::exit(2);
 }

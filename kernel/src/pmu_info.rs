@@ -36,7 +36,11 @@ impl IntelArchPerfmon {
             events_len: (eax >> 24) as u8,
             events_unavailable: ebx,
             fixed_counters: if version >= 2 { (edx & 0x1f) as u8 } else { 0 },
-            fixed_width: if version >= 2 { ((edx >> 5) & 0xff) as u8 } else { 0 },
+            fixed_width: if version >= 2 {
+                ((edx >> 5) & 0xff) as u8
+            } else {
+                0
+            },
             fixed_mask: if version >= 5 { ecx } else { 0 },
         }
     }
@@ -61,7 +65,9 @@ impl AmdPerfmon {
         Self {
             perfctr_core,
             perfmon_v2,
-            v2_core_counters: leaf_80000022.filter(|_| perfmon_v2).map(|r| (r[1] & 0xf) as u8),
+            v2_core_counters: leaf_80000022
+                .filter(|_| perfmon_v2)
+                .map(|r| (r[1] & 0xf) as u8),
         }
     }
 }
@@ -91,7 +97,10 @@ mod tests {
     fn decodes_skylake_leaf_0a() {
         // Skylake: v4, 4 GP x 48 bits, 7 events, 3 fixed x 48 bits.
         let p = IntelArchPerfmon::decode([0x0730_0404, 0, 0, 0x0000_0603]);
-        assert_eq!((p.version, p.gp_counters, p.gp_width, p.events_len), (4, 4, 48, 7));
+        assert_eq!(
+            (p.version, p.gp_counters, p.gp_width, p.events_len),
+            (4, 4, 48, 7)
+        );
         assert_eq!((p.fixed_counters, p.fixed_width, p.fixed_mask), (3, 48, 0));
     }
 
@@ -101,7 +110,10 @@ mod tests {
         assert_eq!((p.version, p.fixed_counters), (1, 0));
         let none = IntelArchPerfmon::decode([0; 4]);
         assert_eq!(none.version, 0);
-        assert_eq!(summary(&none, &AmdPerfmon::default(), "GenuineIntel"), "no architectural PMU (CPUID.0AH version 0)");
+        assert_eq!(
+            summary(&none, &AmdPerfmon::default(), "GenuineIntel"),
+            "no architectural PMU (CPUID.0AH version 0)"
+        );
     }
 
     #[test]

@@ -38,15 +38,28 @@ pub fn tsc_frequency(cpu: &CpuInfo) -> TscReport {
     let hypervisor = if cpu.features.hypervisor {
         let max = raw_cpuid_leaf(&reader, 0x4000_0000)[0];
         // Only read 0x40000010 when the hypervisor says it exists.
-        if max >= 0x4000_0010 { tsc::from_hypervisor_leaf(max, raw_cpuid_leaf(&reader, 0x4000_0010)[0]) } else { None }
+        if max >= 0x4000_0010 {
+            tsc::from_hypervisor_leaf(max, raw_cpuid_leaf(&reader, 0x4000_0010)[0])
+        } else {
+            None
+        }
     } else {
         None
     };
-    let base_mhz = (cpu.max_leaf >= 0x16).then(|| raw_cpuid_leaf(&reader, 0x16)[0] & 0xffff).filter(|&m| m != 0);
-    let from_cpuid =
-        if cpu.max_leaf >= 0x15 { tsc::from_cpuid(raw_cpuid_leaf(&reader, 0x15), base_mhz.unwrap_or(0)) } else { None };
+    let base_mhz = (cpu.max_leaf >= 0x16)
+        .then(|| raw_cpuid_leaf(&reader, 0x16)[0] & 0xffff)
+        .filter(|&m| m != 0);
+    let from_cpuid = if cpu.max_leaf >= 0x15 {
+        tsc::from_cpuid(raw_cpuid_leaf(&reader, 0x15), base_mhz.unwrap_or(0))
+    } else {
+        None
+    };
 
-    let mut measurements = [PitMeasurement { pit_ticks: 0, tsc_min: 0, tsc_max: 0 }; PIT_SAMPLES];
+    let mut measurements = [PitMeasurement {
+        pit_ticks: 0,
+        tsc_min: 0,
+        tsc_max: 0,
+    }; PIT_SAMPLES];
     let mut taken = 0;
     let mut pit_absent = false;
     for slot in measurements.iter_mut() {
@@ -67,7 +80,12 @@ pub fn tsc_frequency(cpu: &CpuInfo) -> TscReport {
         }
     }
     let pit = tsc::from_pit(&measurements[..taken]);
-    TscReport { chosen: hypervisor.or(from_cpuid).or(pit), pit, base_mhz, pit_absent }
+    TscReport {
+        chosen: hypervisor.or(from_cpuid).or(pit),
+        pit,
+        base_mhz,
+        pit_absent,
+    }
 }
 
 /// Result of one timer check.
@@ -144,7 +162,9 @@ pub fn bring_up_apic(cpu: &CpuInfo, tsc_hz: Option<u64>, checks: bool) -> ApicRe
     }
     match report.timer_hz {
         Some(timer_hz) => {
-            let one_ms = u32::try_from(timer_hz / u64::from(TIMER_DIVIDE) / 1000).unwrap_or(u32::MAX).max(1);
+            let one_ms = u32::try_from(timer_hz / u64::from(TIMER_DIVIDE) / 1000)
+                .unwrap_or(u32::MAX)
+                .max(1);
             report.one_shot = check_one_shot(one_ms, tsc_hz);
             (report.periodic, report.periodic_interval_tsc) = check_periodic(one_ms, tsc_hz);
         }
@@ -153,15 +173,24 @@ pub fn bring_up_apic(cpu: &CpuInfo, tsc_hz: Option<u64>, checks: bool) -> ApicRe
             report.periodic = Check::Failed("timer does not count");
         }
     }
-    (report.tsc_deadline, report.deadline_latency_tsc) =
-        if cpu.features.tsc_deadline { check_tsc_deadline(tsc_hz) } else { (Check::Unsupported, None) };
+    (report.tsc_deadline, report.deadline_latency_tsc) = if cpu.features.tsc_deadline {
+        check_tsc_deadline(tsc_hz)
+    } else {
+        (Check::Unsupported, None)
+    };
     apic::timer_stop();
     report
 }
 
 /// Measures the timer's input clock: count down (masked, no interrupt) for 10 ms of TSC time.
 fn calibrate_timer(tsc_hz: u64) -> Option<u64> {
-    apic::timer_arm(TimerMode::OneShot, TIMER_VECTOR, TIMER_DIVIDE, u32::MAX, true);
+    apic::timer_arm(
+        TimerMode::OneShot,
+        TIMER_VECTOR,
+        TIMER_DIVIDE,
+        u32::MAX,
+        true,
+    );
     let start = cpu::rdtsc();
     let window = tsc_hz / 100;
     let mut now = start;
@@ -174,7 +203,10 @@ fn calibrate_timer(tsc_hz: u64) -> Option<u64> {
     if counted == 0 {
         return None;
     }
-    Some((u128::from(counted) * u128::from(TIMER_DIVIDE) * u128::from(tsc_hz) / u128::from(now - start)) as u64)
+    Some(
+        (u128::from(counted) * u128::from(TIMER_DIVIDE) * u128::from(tsc_hz)
+            / u128::from(now - start)) as u64,
+    )
 }
 
 /// Spins with interrupts on until `ticks` timer interrupts have arrived or `timeout_tsc` TSC
@@ -197,7 +229,13 @@ fn wait_for_ticks(ticks: u64, timeout_tsc: u64) -> bool {
 
 fn check_one_shot(one_ms: u32, tsc_hz: u64) -> Check {
     let base = COUNTS.timer_ticks.load(Relaxed);
-    apic::timer_arm(TimerMode::OneShot, TIMER_VECTOR, TIMER_DIVIDE, one_ms, false);
+    apic::timer_arm(
+        TimerMode::OneShot,
+        TIMER_VECTOR,
+        TIMER_DIVIDE,
+        one_ms,
+        false,
+    );
     if !wait_for_ticks(base + 1, tsc_hz / 10) {
         apic::timer_stop();
         return Check::Failed("no interrupt within 100 ms");
@@ -205,12 +243,22 @@ fn check_one_shot(one_ms: u32, tsc_hz: u64) -> Check {
     // A one-shot timer must not fire again: wait 3 more periods.
     wait_for_ticks(base + 2, tsc_hz * 3 / 1000);
     apic::timer_stop();
-    if COUNTS.timer_ticks.load(Relaxed) == base + 1 { Check::Ok } else { Check::Failed("fired more than once") }
+    if COUNTS.timer_ticks.load(Relaxed) == base + 1 {
+        Check::Ok
+    } else {
+        Check::Failed("fired more than once")
+    }
 }
 
 fn check_periodic(one_ms: u32, tsc_hz: u64) -> (Check, Option<u64>) {
     let base = COUNTS.timer_ticks.load(Relaxed);
-    apic::timer_arm(TimerMode::Periodic, TIMER_VECTOR, TIMER_DIVIDE, one_ms, false);
+    apic::timer_arm(
+        TimerMode::Periodic,
+        TIMER_VECTOR,
+        TIMER_DIVIDE,
+        one_ms,
+        false,
+    );
     if !wait_for_ticks(base + 1, tsc_hz / 10) {
         apic::timer_stop();
         return (Check::Failed("no interrupt within 100 ms"), None);

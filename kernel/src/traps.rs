@@ -61,7 +61,9 @@ pub fn handle(frame: &mut TrapFrame) {
             // No EOI for a spurious APIC interrupt.
             COUNTS.spurious_apic.fetch_add(1, Relaxed);
         }
-        v if (u64::from(pic::PIC1_VECTOR_BASE)..u64::from(pic::PIC2_VECTOR_BASE) + 8).contains(&v) => {
+        v if (u64::from(pic::PIC1_VECTOR_BASE)..u64::from(pic::PIC2_VECTOR_BASE) + 8)
+            .contains(&v) =>
+        {
             // Every 8259 line is masked: only spurious IRQ 7/15 can come. A real one (in
             // service) would be a bug, and is counted as unexpected.
             let irq = (v - u64::from(pic::PIC1_VECTOR_BASE)) as u8;

@@ -48,7 +48,8 @@ pub struct TscFrequency {
 impl TscFrequency {
     /// Uncertainty in parts per million, when there is one.
     pub fn uncertainty_ppm(&self) -> Option<u64> {
-        self.uncertainty_hz.map(|u| (u128::from(u) * 1_000_000 / u128::from(self.hz.max(1))) as u64)
+        self.uncertainty_hz
+            .map(|u| (u128::from(u) * 1_000_000 / u128::from(self.hz.max(1))) as u64)
     }
 }
 
@@ -58,7 +59,14 @@ pub fn from_cpuid(leaf15: [u32; 4], base_mhz: u32) -> Option<TscFrequency> {
     if denominator == 0 || numerator == 0 {
         return None;
     }
-    let exact = |hz, method| Some(TscFrequency { hz, method, uncertainty_hz: None, samples: 0 });
+    let exact = |hz, method| {
+        Some(TscFrequency {
+            hz,
+            method,
+            uncertainty_hz: None,
+            samples: 0,
+        })
+    };
     if crystal_hz != 0 {
         let hz = u64::from(crystal_hz) * u64::from(numerator) / u64::from(denominator);
         return exact(hz, TscMethod::Cpuid15h);
@@ -105,7 +113,8 @@ pub fn from_pit(measurements: &[PitMeasurement]) -> Option<TscFrequency> {
         if m.pit_ticks == 0 || m.tsc_max == 0 || m.tsc_min > m.tsc_max {
             continue;
         }
-        let scale = |tsc: u64| (u128::from(tsc) * u128::from(PIT_HZ) / u128::from(m.pit_ticks)) as u64;
+        let scale =
+            |tsc: u64| (u128::from(tsc) * u128::from(PIT_HZ) / u128::from(m.pit_ticks)) as u64;
         let mid = m.tsc_min / 2 + m.tsc_max / 2;
         let tsc_per_pit_tick = m.tsc_max / m.pit_ticks;
         freqs[n] = scale(mid);
@@ -117,7 +126,11 @@ pub fn from_pit(measurements: &[PitMeasurement]) -> Option<TscFrequency> {
     }
     let freqs = &mut freqs[..n];
     freqs.sort_unstable();
-    let median = if n % 2 == 1 { freqs[n / 2] } else { freqs[n / 2 - 1] / 2 + freqs[n / 2] / 2 };
+    let median = if n % 2 == 1 {
+        freqs[n / 2]
+    } else {
+        freqs[n / 2 - 1] / 2 + freqs[n / 2] / 2
+    };
     let spread = freqs.iter().map(|&f| f.abs_diff(median)).max().unwrap_or(0);
     Some(TscFrequency {
         hz: median,
@@ -164,7 +177,10 @@ mod tests {
     fn hypervisor_leaf_needs_the_leaf_to_exist() {
         assert_eq!(from_hypervisor_leaf(0x4000_0001, 2_000_000), None);
         assert_eq!(from_hypervisor_leaf(0x4000_0010, 0), None);
-        assert_eq!(from_hypervisor_leaf(0x4000_0010, 2_100_000).unwrap().hz, 2_100_000_000);
+        assert_eq!(
+            from_hypervisor_leaf(0x4000_0010, 2_100_000).unwrap().hz,
+            2_100_000_000
+        );
     }
 
     #[test]
@@ -173,7 +189,11 @@ mod tests {
         let exact = 3_000_000_000u64;
         let ticks = 11_932u64;
         let tsc = (u128::from(exact) * u128::from(ticks) / u128::from(PIT_HZ)) as u64;
-        let m = |jitter: u64| PitMeasurement { pit_ticks: ticks, tsc_min: tsc - 3000 + jitter, tsc_max: tsc + jitter };
+        let m = |jitter: u64| PitMeasurement {
+            pit_ticks: ticks,
+            tsc_min: tsc - 3000 + jitter,
+            tsc_max: tsc + jitter,
+        };
         let f = from_pit(&[m(0), m(1000), m(400), m(200), m(600)]).unwrap();
         assert_eq!(f.samples, 5);
         assert_eq!(f.method, TscMethod::PitCalibration);
@@ -181,12 +201,20 @@ mod tests {
         let bound = f.uncertainty_hz.unwrap();
         assert!(err <= bound, "error {err} exceeds reported bound {bound}");
         // The bound is tight: about one PIT period (84 ppm at 10 ms) plus the poll window.
-        assert!(f.uncertainty_ppm().unwrap() < 200, "{:?}", f.uncertainty_ppm());
+        assert!(
+            f.uncertainty_ppm().unwrap() < 200,
+            "{:?}",
+            f.uncertainty_ppm()
+        );
     }
 
     #[test]
     fn pit_spread_dominates_when_measurements_disagree() {
-        let m = |tsc: u64| PitMeasurement { pit_ticks: 11_932, tsc_min: tsc - 10, tsc_max: tsc };
+        let m = |tsc: u64| PitMeasurement {
+            pit_ticks: 11_932,
+            tsc_min: tsc - 10,
+            tsc_max: tsc,
+        };
         let f = from_pit(&[m(30_000_000), m(30_300_000), m(29_700_000)]).unwrap();
         // 1% apart: the uncertainty covers the spread.
         assert!(f.uncertainty_ppm().unwrap() >= 9_000);
@@ -195,8 +223,22 @@ mod tests {
     #[test]
     fn pit_rejects_nonsense() {
         assert_eq!(from_pit(&[]), None);
-        assert_eq!(from_pit(&[PitMeasurement { pit_ticks: 0, tsc_min: 1, tsc_max: 2 }]), None);
-        assert_eq!(from_pit(&[PitMeasurement { pit_ticks: 10, tsc_min: 5, tsc_max: 2 }]), None);
+        assert_eq!(
+            from_pit(&[PitMeasurement {
+                pit_ticks: 0,
+                tsc_min: 1,
+                tsc_max: 2
+            }]),
+            None
+        );
+        assert_eq!(
+            from_pit(&[PitMeasurement {
+                pit_ticks: 10,
+                tsc_min: 5,
+                tsc_max: 2
+            }]),
+            None
+        );
     }
 
     #[test]

@@ -9,28 +9,49 @@ use baremark::session::{self, BootRequest, RunOutcome};
 
 /// Boots under TCG and returns everything observed. Panics (failing the test) if QEMU cannot
 /// be started at all, with the reason.
-pub fn boot(firmware: Firmware, config: RunConfig, timeout: Duration, icount: Option<u32>) -> RunOutcome {
+pub fn boot(
+    firmware: Firmware,
+    config: RunConfig,
+    timeout: Duration,
+    icount: Option<u32>,
+) -> RunOutcome {
     let mut qemu = QemuOptions::new(firmware, Accel::Tcg);
     qemu.timeout = timeout;
     qemu.icount = icount;
-    let request = BootRequest { config, qemu, log: None };
+    let request = BootRequest {
+        config,
+        qemu,
+        log: None,
+    };
     session::boot(&request, &mut |_| {}).unwrap_or_else(|e| panic!("could not boot: {e:#}"))
 }
 
 /// Boots a test configuration (`test = action`) under TCG with BIOS.
 pub fn boot_test_action(action: &str, timeout: Duration) -> RunOutcome {
-    let config = RunConfig { test: Some(action.to_string()), ..RunConfig::default() };
+    let config = RunConfig {
+        test: Some(action.to_string()),
+        ..RunConfig::default()
+    };
     boot(Firmware::Bios, config, timeout, None)
 }
 
 /// The record of type `kind`, or a panic that shows the serial tail.
 pub fn expect_record<'a>(outcome: &'a RunOutcome, kind: &str) -> &'a Record {
-    outcome
-        .record(kind)
-        .unwrap_or_else(|| panic!("no `{kind}` record; verdict {:?}; serial tail:\n{}", outcome.verdict(), outcome.tail_text()))
+    outcome.record(kind).unwrap_or_else(|| {
+        panic!(
+            "no `{kind}` record; verdict {:?}; serial tail:\n{}",
+            outcome.verdict(),
+            outcome.tail_text()
+        )
+    })
 }
 
 /// A hex-string field of a record as a number, or a panic naming it.
 pub fn hex(record: &Record, key: &str) -> u64 {
-    record.hex(key).unwrap_or_else(|| panic!("`{}` has no hex field `{key}`: {}", record.kind, record.value))
+    record.hex(key).unwrap_or_else(|| {
+        panic!(
+            "`{}` has no hex field `{key}`: {}",
+            record.kind, record.value
+        )
+    })
 }

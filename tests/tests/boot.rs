@@ -13,21 +13,45 @@ const REPORT_TYPES: [&str; 7] = ["boot", "cpu", "checks", "tsc", "apic", "pmu", 
 
 fn bios() -> &'static RunOutcome {
     static OUTCOME: OnceLock<RunOutcome> = OnceLock::new();
-    OUTCOME.get_or_init(|| boot(Firmware::Bios, RunConfig::default(), Duration::from_secs(60), None))
+    OUTCOME.get_or_init(|| {
+        boot(
+            Firmware::Bios,
+            RunConfig::default(),
+            Duration::from_secs(60),
+            None,
+        )
+    })
 }
 
 fn uefi() -> &'static RunOutcome {
     static OUTCOME: OnceLock<RunOutcome> = OnceLock::new();
-    OUTCOME.get_or_init(|| boot(Firmware::Uefi, RunConfig::default(), Duration::from_secs(90), None))
+    OUTCOME.get_or_init(|| {
+        boot(
+            Firmware::Uefi,
+            RunConfig::default(),
+            Duration::from_secs(90),
+            None,
+        )
+    })
 }
 
 fn assert_successful_report(outcome: &RunOutcome, firmware: &str) {
-    assert_eq!(outcome.verdict(), Verdict::Success, "serial tail:\n{}", outcome.tail_text());
+    assert_eq!(
+        outcome.verdict(),
+        Verdict::Success,
+        "serial tail:\n{}",
+        outcome.tail_text()
+    );
     assert_eq!(outcome.qemu_status, Some(QEMU_EXIT_SUCCESS));
     let kinds: Vec<&str> = outcome.records.iter().map(|r| r.kind.as_str()).collect();
     assert_eq!(kinds, REPORT_TYPES, "record sequence");
     for r in &outcome.records {
-        assert_eq!(r.version(), Some(SCHEMA_VERSION), "schema version of {}", r.value);
+        assert_eq!(
+            r.version(),
+            Some(SCHEMA_VERSION),
+            "schema version of {}",
+            r.value
+        );
     }
 
     let boot = expect_record(outcome, "boot");
@@ -37,19 +61,39 @@ fn assert_successful_report(outcome: &RunOutcome, firmware: &str) {
     let mem = boot.get("memory");
     let usable = mem["usable_bytes"].as_u64().unwrap();
     // QEMU has 256 MiB; the firmware and bootloader keep some.
-    assert!((128 << 20..=256 << 20).contains(&usable), "usable memory {usable}");
+    assert!(
+        (128 << 20..=256 << 20).contains(&usable),
+        "usable memory {usable}"
+    );
     assert_eq!(mem["heap_bytes"].as_u64(), Some(8 << 20));
     assert_eq!(boot.get("config")["source"], "ramdisk");
     assert_eq!(boot.get("config")["on_end"], "qemu-exit");
 
     let cpu = expect_record(outcome, "cpu");
     let vendor = cpu.str("vendor").unwrap();
-    assert!(["GenuineIntel", "AuthenticAMD", "HygonGenuine"].contains(&vendor), "vendor {vendor}");
+    assert!(
+        ["GenuineIntel", "AuthenticAMD", "HygonGenuine"].contains(&vendor),
+        "vendor {vendor}"
+    );
     assert!(cpu.u64("family").unwrap() >= 6, "family");
-    assert!(cpu.str("brand").unwrap().contains("QEMU"), "brand {:?}", cpu.str("brand"));
+    assert!(
+        cpu.str("brand").unwrap().contains("QEMU"),
+        "brand {:?}",
+        cpu.str("brand")
+    );
     assert_eq!(cpu.str("hypervisor"), Some("tcg"));
     let features = cpu.get("features").as_object().unwrap();
-    for f in ["x2apic", "tsc_deadline", "invariant_tsc", "pdcm", "smep", "smap", "umip", "pcid", "nx"] {
+    for f in [
+        "x2apic",
+        "tsc_deadline",
+        "invariant_tsc",
+        "pdcm",
+        "smep",
+        "smap",
+        "umip",
+        "pcid",
+        "nx",
+    ] {
         assert!(features[f].is_boolean(), "feature {f} missing");
     }
     // QEMU's `max` CPU has these, so the kernel must have turned them on.
@@ -69,7 +113,11 @@ fn assert_successful_report(outcome: &RunOutcome, firmware: &str) {
     let tsc = expect_record(outcome, "tsc");
     let hz = tsc.u64("hz").expect("TSC frequency");
     assert!(hz > 100_000_000, "TSC {hz} Hz");
-    assert_eq!(tsc.str("method"), Some("pit-calibration"), "TCG has no CPUID frequency leaf");
+    assert_eq!(
+        tsc.str("method"),
+        Some("pit-calibration"),
+        "TCG has no CPUID frequency leaf"
+    );
     assert!(tsc.u64("uncertainty_hz").is_some() && tsc.u64("samples") == Some(5));
 
     let apic = expect_record(outcome, "apic");
@@ -78,7 +126,10 @@ fn assert_successful_report(outcome: &RunOutcome, firmware: &str) {
     let timer = apic.get("timer_checks");
     assert_eq!(timer["one_shot"], "ok", "{timer}");
     assert_eq!(timer["periodic"], "ok", "{timer}");
-    assert!(["ok", "unsupported"].contains(&timer["tsc_deadline"].as_str().unwrap()), "{timer}");
+    assert!(
+        ["ok", "unsupported"].contains(&timer["tsc_deadline"].as_str().unwrap()),
+        "{timer}"
+    );
 
     let pmu = expect_record(outcome, "pmu");
     assert_eq!(pmu.get("intel")["version"], 0, "TCG emulates no PMU");
@@ -101,7 +152,10 @@ fn bios_boot_reports_every_subsystem() {
     assert_successful_report(outcome, "bios");
     let first = outcome.first_record_after.unwrap();
     assert!(first < outcome.end_record_after.unwrap());
-    eprintln!("BIOS/TCG: first record after {first:?}, end after {:?}", outcome.end_record_after.unwrap());
+    eprintln!(
+        "BIOS/TCG: first record after {first:?}, end after {:?}",
+        outcome.end_record_after.unwrap()
+    );
 }
 
 #[test]
@@ -111,7 +165,11 @@ fn uefi_boot_gives_the_same_records() {
     // Same machine, other firmware: the CPU facts agree.
     let (a, b) = (expect_record(bios(), "cpu"), expect_record(outcome, "cpu"));
     for key in ["vendor", "family", "model", "stepping", "brand", "features"] {
-        assert_eq!(a.get(key), b.get(key), "cpu.{key} differs between BIOS and UEFI");
+        assert_eq!(
+            a.get(key),
+            b.get(key),
+            "cpu.{key} differs between BIOS and UEFI"
+        );
     }
 }
 
@@ -119,25 +177,53 @@ fn uefi_boot_gives_the_same_records() {
 fn icount_makes_the_tsc_count_instructions_at_one_ghz() {
     // With -icount shift=0 every instruction is 1 ns of virtual time and one TSC tick, and the
     // PIT runs on the same virtual clock: the calibration must find 1 GHz.
-    let outcome = boot(Firmware::Bios, RunConfig::default(), Duration::from_secs(90), Some(0));
-    assert_eq!(outcome.verdict(), Verdict::Success, "{}", outcome.tail_text());
+    let outcome = boot(
+        Firmware::Bios,
+        RunConfig::default(),
+        Duration::from_secs(90),
+        Some(0),
+    );
+    assert_eq!(
+        outcome.verdict(),
+        Verdict::Success,
+        "{}",
+        outcome.tail_text()
+    );
     let tsc = expect_record(&outcome, "tsc");
     let hz = tsc.u64("hz").unwrap();
     let bound = tsc.u64("uncertainty_hz").unwrap();
-    assert!(hz.abs_diff(1_000_000_000) <= bound, "{hz} Hz +/- {bound} is not 1 GHz");
-    assert!(bound <= 1_000_000, "uncertainty {bound} Hz is too wide for a deterministic clock");
+    assert!(
+        hz.abs_diff(1_000_000_000) <= bound,
+        "{hz} Hz +/- {bound} is not 1 GHz"
+    );
+    assert!(
+        bound <= 1_000_000,
+        "uncertainty {bound} Hz is too wide for a deterministic clock"
+    );
 }
 
 #[test]
 fn bad_configuration_lines_are_reported_and_the_run_goes_on() {
     let config = RunConfig {
-        extra_lines: vec!["colour = red".into(), "test = explode".into(), "no equals sign".into()],
+        extra_lines: vec![
+            "colour = red".into(),
+            "test = explode".into(),
+            "no equals sign".into(),
+        ],
         ..RunConfig::default()
     };
     let outcome = boot(Firmware::Bios, config, Duration::from_secs(60), None);
-    assert_eq!(outcome.verdict(), Verdict::Success, "{}", outcome.tail_text());
+    assert_eq!(
+        outcome.verdict(),
+        Verdict::Success,
+        "{}",
+        outcome.tail_text()
+    );
     let errors: Vec<_> = outcome.records_of("config_error").collect();
-    let summary: Vec<(u64, &str)> = errors.iter().map(|e| (e.u64("line").unwrap(), e.str("message").unwrap())).collect();
+    let summary: Vec<(u64, &str)> = errors
+        .iter()
+        .map(|e| (e.u64("line").unwrap(), e.str("message").unwrap()))
+        .collect();
     assert_eq!(errors.len(), 4, "{summary:?}");
     // run.cfg has a comment line and three keys before the extra lines.
     assert_eq!(summary[0].0, 5);
@@ -147,5 +233,8 @@ fn bad_configuration_lines_are_reported_and_the_run_goes_on() {
     assert!(summary[2].1.contains("bad value `explode`"));
     assert_eq!(summary[3], (7, "expected `key = value`"));
     // The bad `test` value kept the default: nothing was provoked.
-    assert_eq!(expect_record(&outcome, "boot").get("config")["test"], "none");
+    assert_eq!(
+        expect_record(&outcome, "boot").get("config")["test"],
+        "none"
+    );
 }

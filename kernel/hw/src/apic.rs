@@ -79,7 +79,8 @@ pub fn init(x2apic: bool, spurious_vector: u8) -> Result<ApicInfo, ApicError> {
     if base & ENABLE == 0 {
         // SAFETY: enabling the APIC at its current base changes no memory mapping; all LVT
         // entries come up masked after reset.
-        unsafe { msr::write_privileged(msr::addr::IA32_APIC_BASE, base | ENABLE) }.map_err(ApicError::Msr)?;
+        unsafe { msr::write_privileged(msr::addr::IA32_APIC_BASE, base | ENABLE) }
+            .map_err(ApicError::Msr)?;
     }
     let access = if x2apic {
         // Enter x2APIC from xAPIC mode (the architectural order).
@@ -90,14 +91,24 @@ pub fn init(x2apic: bool, spurious_vector: u8) -> Result<ApicInfo, ApicError> {
     } else {
         // SAFETY: `APIC_MMIO` is reserved for this page by `layout`; `base_phys` is the APIC's
         // register page, device memory.
-        unsafe { crate::paging::map_device_page(crate::layout::APIC_MMIO, base_phys) }.map_err(ApicError::Map)?;
-        Access::XApic { base: crate::layout::APIC_MMIO }
+        unsafe { crate::paging::map_device_page(crate::layout::APIC_MMIO, base_phys) }
+            .map_err(ApicError::Map)?;
+        Access::XApic {
+            base: crate::layout::APIC_MMIO,
+        }
     };
     let access = *ACCESS.call_once(|| access);
 
     let version_reg = read(reg::VERSION);
     let lvt_entries = (((version_reg >> 16) & 0xff) + 1) as u8;
-    for lvt in [reg::LVT_TIMER, reg::LVT_THERMAL, reg::LVT_PERF, reg::LVT_LINT0, reg::LVT_LINT1, reg::LVT_ERROR] {
+    for lvt in [
+        reg::LVT_TIMER,
+        reg::LVT_THERMAL,
+        reg::LVT_PERF,
+        reg::LVT_LINT0,
+        reg::LVT_LINT1,
+        reg::LVT_ERROR,
+    ] {
         write(lvt, LVT_MASKED);
     }
     if lvt_entries >= 7 {
@@ -129,7 +140,9 @@ pub fn init(x2apic: bool, spurious_vector: u8) -> Result<ApicInfo, ApicError> {
 /// Reads a register. Returns 0 if the APIC was not initialised.
 pub fn read(offset: u32) -> u32 {
     match ACCESS.get() {
-        Some(Access::X2Apic) => msr::read(msr::addr::X2APIC_BASE + (offset >> 4)).unwrap_or(0) as u32,
+        Some(Access::X2Apic) => {
+            msr::read(msr::addr::X2APIC_BASE + (offset >> 4)).unwrap_or(0) as u32
+        }
         Some(&Access::XApic { base }) => {
             // SAFETY: `base` maps the APIC register page (uncached); `offset` is one of the
             // aligned 32-bit registers in `reg`, all inside the page.
@@ -144,11 +157,15 @@ fn write(offset: u32, value: u32) {
         Some(Access::X2Apic) => {
             // SAFETY: x2APIC registers written here (LVTs, timer, TPR, EOI, SVR, ESR) do not
             // affect memory mappings; the ICR is never written through this function.
-            let _ = unsafe { msr::write_privileged(msr::addr::X2APIC_BASE + (offset >> 4), u64::from(value)) };
+            let _ = unsafe {
+                msr::write_privileged(msr::addr::X2APIC_BASE + (offset >> 4), u64::from(value))
+            };
         }
         Some(&Access::XApic { base }) => {
             // SAFETY: as in `read`.
-            unsafe { core::ptr::write_volatile((base + u64::from(offset & 0xff0)) as *mut u32, value) }
+            unsafe {
+                core::ptr::write_volatile((base + u64::from(offset & 0xff0)) as *mut u32, value)
+            }
         }
         None => {}
     }

@@ -54,11 +54,21 @@ pub fn init(boot_info: &'static mut BootInfo) -> Result<BootFacts, BootError> {
     crate::trap::init();
 
     let version = &boot_info.api_version;
-    let bootloader_api = (version.version_major(), version.version_minor(), version.version_patch());
+    let bootloader_api = (
+        version.version_major(),
+        version.version_minor(),
+        version.version_patch(),
+    );
     let regions = &boot_info.memory_regions;
-    let firmware = if regions.iter().any(|r| matches!(r.kind, MemoryRegionKind::UnknownUefi(_))) {
+    let firmware = if regions
+        .iter()
+        .any(|r| matches!(r.kind, MemoryRegionKind::UnknownUefi(_)))
+    {
         Firmware::Uefi
-    } else if regions.iter().any(|r| matches!(r.kind, MemoryRegionKind::UnknownBios(_))) {
+    } else if regions
+        .iter()
+        .any(|r| matches!(r.kind, MemoryRegionKind::UnknownBios(_)))
+    {
         Firmware::Bios
     } else {
         Firmware::Unknown
@@ -69,7 +79,10 @@ pub fn init(boot_info: &'static mut BootInfo) -> Result<BootFacts, BootError> {
         .into_option()
         .ok_or(BootError::NoPhysicalMemoryMapping)?;
     let allocator = RegionFrameAllocator::new(
-        regions.iter().filter(|r| r.kind == MemoryRegionKind::Usable).map(|r| (r.start, r.end)),
+        regions
+            .iter()
+            .filter(|r| r.kind == MemoryRegionKind::Usable)
+            .map(|r| (r.start, r.end)),
     );
     // SAFETY: the bootloader mapped all physical memory at `phys_offset` (checked present
     // above), CR3 holds its page tables, and regions it marks `Usable` are free.
@@ -80,7 +93,9 @@ pub fn init(boot_info: &'static mut BootInfo) -> Result<BootFacts, BootError> {
         Some(addr) if boot_info.ramdisk_len > 0 => {
             // SAFETY: the bootloader mapped the ramdisk read-only at `addr` for `ramdisk_len`
             // bytes and nothing writes to it; it stays mapped for the whole run.
-            unsafe { core::slice::from_raw_parts(addr as *const u8, boot_info.ramdisk_len as usize) }
+            unsafe {
+                core::slice::from_raw_parts(addr as *const u8, boot_info.ramdisk_len as usize)
+            }
         }
         _ => &[],
     };
@@ -97,7 +112,10 @@ pub fn init(boot_info: &'static mut BootInfo) -> Result<BootFacts, BootError> {
         kernel_len: boot_info.kernel_len,
         kernel_virt: boot_info.kernel_image_offset,
         rsdp: boot_info.rsdp_addr.into_option(),
-        framebuffer: boot_info.framebuffer.as_ref().map(|fb| (fb.info().width, fb.info().height)),
+        framebuffer: boot_info
+            .framebuffer
+            .as_ref()
+            .map(|fb| (fb.info().width, fb.info().height)),
         ramdisk,
     })
 }

@@ -151,5 +151,11 @@ pub fn enable_protections() -> Protections {
     let smap = set_cr4(has_smap, Cr4Flags::SUPERVISOR_MODE_ACCESS_PREVENTION);
     let umip = set_cr4(has_umip, Cr4Flags::USER_MODE_INSTRUCTION_PREVENTION);
 
-    Protections { nx, smep, smap, umip, wp }
+    Protections {
+        nx,
+        smep,
+        smap,
+        umip,
+        wp,
+    }
 }

@@ -132,7 +132,8 @@ impl RegionFrameAllocator {
 }
 
 fn align_up(addr: u64) -> u64 {
-    addr.checked_add(FRAME_SIZE - 1).map_or(u64::MAX & !(FRAME_SIZE - 1), |a| a & !(FRAME_SIZE - 1))
+    addr.checked_add(FRAME_SIZE - 1)
+        .map_or(!(FRAME_SIZE - 1), |a| a & !(FRAME_SIZE - 1))
 }
 
 #[cfg(test)]
@@ -145,7 +146,13 @@ mod tests {
     #[test]
     fn skips_low_memory_and_aligns() {
         let mut a = RegionFrameAllocator::new([(0, 0x9f000), (0x10_0123, 0x10_3fff)]);
-        assert_eq!(a.regions(), &[FrameRange { start: 0x10_1000, end: 0x10_3000 }]);
+        assert_eq!(
+            a.regions(),
+            &[FrameRange {
+                start: 0x10_1000,
+                end: 0x10_3000
+            }]
+        );
         assert_eq!(a.allocate(), Some(0x10_1000));
         assert_eq!(a.allocate(), Some(0x10_2000));
         assert_eq!(a.allocate(), None);

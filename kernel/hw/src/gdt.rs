@@ -55,7 +55,10 @@ static GDT: Once<GlobalDescriptorTable> = Once::new();
 pub fn init() {
     let stacks = &raw mut IST_STACKS;
     let tss = &raw mut TSS;
-    for (slot, index) in [IST_DOUBLE_FAULT, IST_NMI, IST_MACHINE_CHECK].into_iter().enumerate() {
+    for (slot, index) in [IST_DOUBLE_FAULT, IST_NMI, IST_MACHINE_CHECK]
+        .into_iter()
+        .enumerate()
+    {
         // SAFETY: `stacks` points to a static; the pointer arithmetic stays inside it (one past
         // the end of stack `slot` is the initial stack pointer, the stack grows down).
         let top = unsafe { (&raw mut (*stacks).0[slot]).add(1) } as u64;

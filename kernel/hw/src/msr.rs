@@ -108,7 +108,10 @@ unsafe extern "C" {
 pub(crate) fn fixup_for(rip: u64) -> Option<u64> {
     // SAFETY: the table is immutable data defined above, with the layout declared here.
     let table = unsafe { &*core::ptr::addr_of!(baremark_msr_extable) };
-    table.iter().find(|entry| entry[0] == rip).map(|entry| entry[1])
+    table
+        .iter()
+        .find(|entry| entry[0] == rip)
+        .map(|entry| entry[1])
 }
 
 /// Proves the #GP recovery path: a guarded load from a non-canonical address raises #GP and
@@ -126,7 +129,11 @@ pub fn read(msr: u32) -> Result<u64, MsrError> {
     // effects are machine-check banks and the like, which the kernel never names); a #GP is
     // turned into an error by the exception table; `value` is a valid place for the result.
     let status = unsafe { baremark_msr_read(msr, &mut value) };
-    if status == 0 { Ok(value) } else { Err(MsrError::GeneralProtection) }
+    if status == 0 {
+        Ok(value)
+    } else {
+        Err(MsrError::GeneralProtection)
+    }
 }
 
 /// Whether the kernel crate may write `msr` through [`write`]: MSRs whose value cannot break
@@ -172,5 +179,9 @@ pub fn write(msr: u32, value: u64) -> Result<(), MsrError> {
 pub(crate) unsafe fn write_privileged(msr: u32, value: u64) -> Result<(), MsrError> {
     // SAFETY: the caller vouches for the value; a #GP is turned into an error.
     let status = unsafe { baremark_msr_write(msr, value) };
-    if status == 0 { Ok(()) } else { Err(MsrError::GeneralProtection) }
+    if status == 0 {
+        Ok(())
+    } else {
+        Err(MsrError::GeneralProtection)
+    }
 }

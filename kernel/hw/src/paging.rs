@@ -42,7 +42,9 @@ struct Frames<'a>(&'a mut RegionFrameAllocator);
 // reported as usable (free), and never returns the same frame twice (unit-tested in `frames`).
 unsafe impl FrameAllocator<Size4KiB> for Frames<'_> {
     fn allocate_frame(&mut self) -> Option<PhysFrame<Size4KiB>> {
-        self.0.allocate().map(|a| PhysFrame::containing_address(PhysAddr::new(a)))
+        self.0
+            .allocate()
+            .map(|a| PhysFrame::containing_address(PhysAddr::new(a)))
     }
 }
 
@@ -73,7 +75,9 @@ pub fn phys_to_virt(phys: u64) -> Option<u64> {
 pub fn translate(virt: u64) -> Option<u64> {
     let guard = PAGE_TABLE.lock();
     let table = guard.as_ref()?;
-    table.translate_addr(VirtAddr::try_new(virt).ok()?).map(|p| p.as_u64())
+    table
+        .translate_addr(VirtAddr::try_new(virt).ok()?)
+        .map(|p| p.as_u64())
 }
 
 /// Statistics of the frame allocator.
@@ -97,14 +101,21 @@ pub fn frame_stats() -> FrameStats {
 /// # Safety
 /// The virtual range must be reserved for the caller (see `layout`) so the new mapping cannot
 /// alias memory Rust already references.
-pub(crate) unsafe fn map_fresh(virt: u64, count: u64, flags: PageTableFlags, zero: bool) -> Result<u64, MapError> {
+pub(crate) unsafe fn map_fresh(
+    virt: u64,
+    count: u64,
+    flags: PageTableFlags,
+    zero: bool,
+) -> Result<u64, MapError> {
     let mut table = PAGE_TABLE.lock();
     let table = table.as_mut().ok_or(MapError::NotInitialised)?;
     let mut frames = FRAMES.lock();
     let frames = frames.as_mut().ok_or(MapError::NotInitialised)?;
     let offset = *PHYS_OFFSET.get().ok_or(MapError::NotInitialised)?;
     for i in 0..count {
-        let Some(phys) = frames.allocate() else { return Ok(i) };
+        let Some(phys) = frames.allocate() else {
+            return Ok(i);
+        };
         if zero {
             // SAFETY: the frame is free memory, mapped at `offset + phys`; zeroing it touches
             // no live object.
@@ -113,7 +124,8 @@ pub(crate) unsafe fn map_fresh(virt: u64, count: u64, flags: PageTableFlags, zer
         let page = Page::<Size4KiB>::containing_address(VirtAddr::new(virt + i * 4096));
         let frame = PhysFrame::containing_address(PhysAddr::new(phys));
         // SAFETY: the caller reserved the virtual range; the frame is fresh.
-        let flush = unsafe { table.map_to(page, frame, flags, &mut Frames(frames)) }.map_err(map_err)?;
+        let flush =
+            unsafe { table.map_to(page, frame, flags, &mut Frames(frames)) }.map_err(map_err)?;
         flush.flush();
     }
     Ok(count)
@@ -137,7 +149,8 @@ pub(crate) unsafe fn map_device_page(virt: u64, phys: u64) -> Result<(), MapErro
         | PageTableFlags::WRITE_THROUGH
         | PageTableFlags::NO_EXECUTE;
     // SAFETY: the caller reserved `virt` and vouches that `phys` is device memory.
-    let flush = unsafe { table.map_to(page, frame, flags, &mut Frames(frames)) }.map_err(map_err)?;
+    let flush =
+        unsafe { table.map_to(page, frame, flags, &mut Frames(frames)) }.map_err(map_err)?;
     flush.flush();
     Ok(())
 }
@@ -145,7 +158,9 @@ pub(crate) unsafe fn map_device_page(virt: u64, phys: u64) -> Result<(), MapErro
 fn map_err(e: MapToError<Size4KiB>) -> MapError {
     match e {
         MapToError::FrameAllocationFailed => MapError::OutOfFrames,
-        MapToError::PageAlreadyMapped(_) | MapToError::ParentEntryHugePage => MapError::AlreadyMapped,
+        MapToError::PageAlreadyMapped(_) | MapToError::ParentEntryHugePage => {
+            MapError::AlreadyMapped
+        }
     }
 }
 

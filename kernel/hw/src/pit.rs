@@ -58,7 +58,13 @@ pub fn measure(ticks: u16, max_polls: u64) -> Option<PitSample> {
             if high {
                 let tsc_end = rdtsc();
                 outb(GATE_PORT, gate & !0x03);
-                return Some(PitSample { ticks, tsc_start, tsc_end, tsc_last_low, polls });
+                return Some(PitSample {
+                    ticks,
+                    tsc_start,
+                    tsc_end,
+                    tsc_last_low,
+                    polls,
+                });
             }
             tsc_last_low = before;
         }

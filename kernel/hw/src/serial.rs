@@ -31,7 +31,10 @@ pub fn init() -> SerialStatus {
     };
     // 115200 baud: at the crate's default 9600 a long report would take seconds on real
     // hardware (QEMU ignores the rate). Capture with e.g. `picocom -b 115200 /dev/ttyUSB0`.
-    let config = Config { baud_rate: BaudRate::Baud115200, ..Config::DEFAULT };
+    let config = Config {
+        baud_rate: BaudRate::Baud115200,
+        ..Config::DEFAULT
+    };
     if uart.init(config).is_err() {
         return SerialStatus::Absent;
     }

@@ -166,11 +166,12 @@ pub fn set_handler(handler: TrapHandler) {
 
 extern "C" fn trap_dispatch(frame: &mut TrapFrame) {
     const GENERAL_PROTECTION: u64 = 13;
-    if frame.vector == GENERAL_PROTECTION && !frame.from_user() {
-        if let Some(fixup) = crate::msr::fixup_for(frame.rip) {
-            frame.rip = fixup;
-            return;
-        }
+    if frame.vector == GENERAL_PROTECTION
+        && !frame.from_user()
+        && let Some(fixup) = crate::msr::fixup_for(frame.rip)
+    {
+        frame.rip = fixup;
+        return;
     }
     match HANDLER.get() {
         Some(handler) => handler(frame),
