@@ -19,10 +19,12 @@ baremark_provision() {
 
     local missing=()
     command -v qemu-system-x86_64 >/dev/null 2>&1 || missing+=(qemu-system-x86)
-    if [ -z "${BAREMARK_OVMF:-}" ] && ! ls /usr/share/ovmf/OVMF.fd /usr/share/OVMF/OVMF_CODE*.fd \
-        /usr/share/qemu/OVMF.fd /usr/share/edk2/x64/OVMF_CODE.fd >/dev/null 2>&1; then
-        missing+=(ovmf)
-    fi
+    local ovmf_found="${BAREMARK_OVMF:-}" f
+    for f in /usr/share/ovmf/OVMF.fd /usr/share/qemu/OVMF.fd /usr/share/OVMF/OVMF_CODE_4M.fd \
+        /usr/share/OVMF/OVMF_CODE.fd /usr/share/edk2/x64/OVMF_CODE.fd /usr/share/edk2/ovmf/OVMF_CODE.fd; do
+        [ -f "$f" ] && ovmf_found="$f"
+    done
+    [ -n "$ovmf_found" ] || missing+=(ovmf)
     if [ "${#missing[@]}" -gt 0 ]; then
         local sudo=""
         if [ "$(id -u)" != 0 ]; then
