@@ -88,7 +88,12 @@ impl RunOutcome {
         }
         match self.record("end") {
             Some(end) if end.str("status") == Some("ok") => match self.qemu_status {
-                Some(QEMU_EXIT_SUCCESS) | None => Verdict::Success,
+                Some(QEMU_EXIT_SUCCESS) => Verdict::Success,
+                // A kernel told to halt keeps QEMU running; that is its normal end.
+                None if end.str("on_end") == Some("halt") => Verdict::Success,
+                None => {
+                    Verdict::KernelFailure("the kernel asked QEMU to exit, but QEMU did not".into())
+                }
                 Some(other) => Verdict::KernelFailure(format!(
                     "end record says ok but QEMU exited with {other}"
                 )),
@@ -339,5 +344,69 @@ pub fn resolve_accel(requested: Accel, base: &QemuOptions) -> (Accel, String) {
                 ),
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::records::{Line, parse_line};
+
+    fn outcome(lines: &[&str], status: Option<i32>, timed_out: bool) -> RunOutcome {
+        let records = lines
+            .iter()
+            .filter_map(|l| match parse_line(l) {
+                Line::Record(r) => Some(r),
+                Line::Text(_) => None,
+            })
+            .collect();
+        RunOutcome {
+            firmware: Firmware::Bios,
+            accel: Accel::Tcg,
+            records,
+            text: Vec::new(),
+            qemu_status: status,
+            qemu_signal: None,
+            timeout: Duration::from_secs(1),
+            timed_out,
+            first_record_after: None,
+            end_record_after: None,
+            total: Duration::ZERO,
+            tail: Vec::new(),
+            qemu_stderr: String::new(),
+            command_line: String::new(),
+        }
+    }
+
+    const OK_EXIT: &str = r#"{"type":"end","v":1,"status":"ok","on_end":"qemu-exit"}"#;
+    const OK_HALT: &str = r#"{"type":"end","v":1,"status":"ok","on_end":"halt"}"#;
+    const FAIL: &str =
+        r#"{"type":"end","v":1,"status":"fail","reason":"kernel panic","on_end":"qemu-exit"}"#;
+
+    #[test]
+    fn verdicts() {
+        assert_eq!(
+            outcome(&[OK_EXIT], Some(33), false).verdict(),
+            Verdict::Success
+        );
+        assert_eq!(outcome(&[OK_HALT], None, false).verdict(), Verdict::Success);
+        // Asked QEMU to exit, but it did not: the exit path is broken.
+        assert!(matches!(
+            outcome(&[OK_EXIT], None, false).verdict(),
+            Verdict::KernelFailure(_)
+        ));
+        // Said ok, but QEMU reported failure.
+        assert!(matches!(
+            outcome(&[OK_EXIT], Some(35), false).verdict(),
+            Verdict::KernelFailure(_)
+        ));
+        assert_eq!(
+            outcome(&[FAIL], Some(35), false).verdict(),
+            Verdict::KernelFailure("kernel panic".into())
+        );
+        assert!(
+            matches!(outcome(&[], Some(0), false).verdict(), Verdict::NoEndRecord(r) if r.contains("status 0"))
+        );
+        assert_eq!(outcome(&[], None, true).verdict(), Verdict::Timeout);
     }
 }
