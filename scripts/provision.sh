@@ -32,8 +32,16 @@ baremark_provision() {
         fi
         if command -v apt-get >/dev/null 2>&1 && [ "$sudo" != none ]; then
             baremark_say "installing ${missing[*]} with apt-get"
-            $sudo apt-get update -qq >/dev/null
-            DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+            local apt_log
+            apt_log=$(mktemp)
+            if ! { $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+                $sudo apt-get install -y -qq "${missing[@]}"; } >"$apt_log" 2>&1; then
+                cat "$apt_log" >&2
+                baremark_say "apt-get could not install ${missing[*]} (output above)"
+                rm -f "$apt_log"
+                return 1
+            fi
+            rm -f "$apt_log"
         else
             baremark_say "missing: ${missing[*]}. Install them, e.g.:"
             baremark_say "  Debian/Ubuntu: sudo apt-get install qemu-system-x86 ovmf"

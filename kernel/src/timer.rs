@@ -63,8 +63,9 @@ pub fn tsc_frequency(cpu: &CpuInfo) -> TscReport {
     let mut taken = 0;
     let mut pit_absent = false;
     for slot in measurements.iter_mut() {
-        // 50 million polls is seconds on real hardware, far beyond 10 ms of PIT time.
-        match pit::measure(PIT_TICKS, 50_000_000) {
+        // 2^30 TSC ticks is 10 ms for a 100 GHz TSC and 2 s for a 500 MHz one: far beyond the
+        // countdown on any real clock, short enough when the PIT is missing.
+        match pit::measure(PIT_TICKS, 1 << 30) {
             Some(s) => {
                 *slot = PitMeasurement {
                     pit_ticks: u64::from(s.ticks),
@@ -227,19 +228,24 @@ fn wait_for_ticks(ticks: u64, timeout_tsc: u64) -> bool {
     arrived
 }
 
-fn check_one_shot(one_ms: u32, tsc_hz: u64) -> Check {
+/// Arms the timer in `mode` with a count of `initial` and waits up to 100 ms for its first
+/// interrupt. Returns the tick count from before arming.
+fn arm_and_await_first_tick(mode: TimerMode, initial: u32, tsc_hz: u64) -> Result<u64, Check> {
     let base = COUNTS.timer_ticks.load(Relaxed);
-    apic::timer_arm(
-        TimerMode::OneShot,
-        TIMER_VECTOR,
-        TIMER_DIVIDE,
-        one_ms,
-        false,
-    );
-    if !wait_for_ticks(base + 1, tsc_hz / 10) {
+    apic::timer_arm(mode, TIMER_VECTOR, TIMER_DIVIDE, initial, false);
+    if wait_for_ticks(base + 1, tsc_hz / 10) {
+        Ok(base)
+    } else {
         apic::timer_stop();
-        return Check::Failed("no interrupt within 100 ms");
+        Err(Check::Failed("no interrupt within 100 ms"))
     }
+}
+
+fn check_one_shot(one_ms: u32, tsc_hz: u64) -> Check {
+    let base = match arm_and_await_first_tick(TimerMode::OneShot, one_ms, tsc_hz) {
+        Ok(base) => base,
+        Err(check) => return check,
+    };
     // A one-shot timer must not fire again: wait 3 more periods.
     wait_for_ticks(base + 2, tsc_hz * 3 / 1000);
     apic::timer_stop();
@@ -251,18 +257,10 @@ fn check_one_shot(one_ms: u32, tsc_hz: u64) -> Check {
 }
 
 fn check_periodic(one_ms: u32, tsc_hz: u64) -> (Check, Option<u64>) {
-    let base = COUNTS.timer_ticks.load(Relaxed);
-    apic::timer_arm(
-        TimerMode::Periodic,
-        TIMER_VECTOR,
-        TIMER_DIVIDE,
-        one_ms,
-        false,
-    );
-    if !wait_for_ticks(base + 1, tsc_hz / 10) {
-        apic::timer_stop();
-        return (Check::Failed("no interrupt within 100 ms"), None);
-    }
+    let base = match arm_and_await_first_tick(TimerMode::Periodic, one_ms, tsc_hz) {
+        Ok(base) => base,
+        Err(check) => return (check, None),
+    };
     let first = COUNTS.last_tick_tsc.load(Relaxed);
     let arrived = wait_for_ticks(base + 5, tsc_hz / 5);
     apic::timer_stop();

@@ -32,9 +32,10 @@ pub struct PitSample {
 }
 
 /// Counts down `ticks` PIT periods on channel 2 and times them with the TSC. Returns `None` if
-/// the output never went high within `max_polls` polls (no working PIT; some recent PCs gate
-/// it off).
-pub fn measure(ticks: u16, max_polls: u64) -> Option<PitSample> {
+/// the output did not go high within `max_tsc` TSC ticks (no working PIT; some recent PCs gate
+/// it off). The limit is in TSC ticks, not polls, because a poll costs anything from tens of
+/// nanoseconds (emulation) to microseconds (a real ISA bus).
+pub fn measure(ticks: u16, max_tsc: u64) -> Option<PitSample> {
     // SAFETY: ports 0x42/0x43/0x61 are the PIT channel 2 and its gate on every PC; channel 2
     // drives only the PC speaker, which is kept off (bit 1 of 0x61 cleared); this module is
     // the only user of those ports.
@@ -51,8 +52,11 @@ pub fn measure(ticks: u16, max_polls: u64) -> Option<PitSample> {
         let tsc_start = rdtsc();
         let mut tsc_last_low = tsc_start;
         let mut polls = 0;
-        while polls < max_polls {
+        loop {
             let before = rdtsc();
+            if before - tsc_start > max_tsc {
+                break;
+            }
             let high = inb(GATE_PORT) & 0x20 != 0;
             polls += 1;
             if high {
