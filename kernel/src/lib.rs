@@ -8,6 +8,7 @@
 //! |---------------|---------------------------------------------------------------|-------------|
 //! | `record`      | JSON-lines records (the contract with the host tool)          | yes         |
 //! | `config`      | the run configuration from the ramdisk                        | yes         |
+//! | `ramdisk`     | the ustar archive reader                                       | yes         |
 //! | `cpu`         | CPU identification (CPUID)                                    | yes         |
 //! | `tsc`         | TSC frequency from CPUID or PIT calibration                   | yes         |
 //! | `pmu_info`    | what CPUID says about performance counters                    | yes         |
@@ -24,6 +25,7 @@ pub mod config;
 pub mod cpu;
 pub mod exceptions;
 pub mod pmu_info;
+pub mod ramdisk;
 pub mod record;
 pub mod tsc;
 
@@ -37,9 +39,6 @@ pub mod machine;
 pub mod timer;
 #[cfg(target_os = "none")]
 pub mod traps;
-
-#[cfg(test)]
-mod testing;
 
 /// The kernel's version, reported in the `boot` record.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
