@@ -731,9 +731,17 @@ mod tests {
     /// Every row of the generic-event table in pmu-facts.md §3, for every column.
     #[test]
     fn generic_table_matches_linux() {
+        type Row = (
+            Generic,
+            Option<u64>,
+            Option<u64>,
+            Option<u64>,
+            Option<u64>,
+            Option<u64>,
+        );
         // (generic, Intel, AMD legacy, Zen1, Zen2/3, Zen4+); None = not mapped.
         #[rustfmt::skip]
-        let table: [(Generic, Option<u64>, Option<u64>, Option<u64>, Option<u64>, Option<u64>); 10] = [
+        let table: [Row; 10] = [
             (Generic::Cycles, Some(0x003c), Some(0x0076), Some(0x0076), Some(0x0076), Some(0x0076)),
             (Generic::Instructions, Some(0x00c0), Some(0x00c0), Some(0x00c0), Some(0x00c0), Some(0x00c0)),
             (Generic::CacheReferences, Some(0x4f2e), Some(0x077d), Some(0xff60), Some(0xff60), Some(0xff60)),

@@ -2,6 +2,7 @@
 //! a fixed counter), and what else it needs (extra MSRs, a counter of its own).
 
 use alloc::string::String;
+use alloc::vec::Vec;
 
 /// The counting fields of an event select, common to Intel PERFEVTSELx and AMD PERF_CTLx
 /// (privilege, interrupt and enable are in [`Modifiers`]).
@@ -191,4 +192,13 @@ impl EventDesc {
 pub struct EventSpec {
     pub event: EventDesc,
     pub modifiers: Modifiers,
+}
+
+/// A source of named events beyond the built-in catalogue, such as an imported Intel perfmon
+/// table (see `table::EventTable`). The parser resolves names it does not know through it.
+pub trait NamedEvents {
+    /// The event called `name`; perfmon names are matched case-insensitively.
+    fn event(&self, name: &str) -> Option<EventDesc>;
+    /// Every event, in table order (for listings).
+    fn all(&self) -> Vec<EventDesc>;
 }
