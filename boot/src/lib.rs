@@ -3,12 +3,14 @@
 //!
 //! | module    | job                                                          |
 //! |-----------|--------------------------------------------------------------|
+//! | `events_cli` | `baremark events list/encode`                         |
 //! | `image`   | ramdisk (run configuration) and BIOS/UEFI disk images         |
 //! | `qemu`    | finding QEMU and OVMF, the QEMU command line                  |
 //! | `session` | one boot: stream, parse, time, judge; KVM/TCG choice          |
 //! | `records` | the record parser (schema: docs/records.md)                   |
 //! | `render`  | the human-readable report                                     |
 
+pub mod events_cli;
 pub mod image;
 pub mod qemu;
 pub mod records;

@@ -8,6 +8,7 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand};
 
+use baremark::events_cli;
 use baremark::image::{self, Firmware, OnEnd, RunConfig};
 use baremark::qemu::{Accel, QemuOptions};
 use baremark::records::{Line, parse_log};
@@ -44,6 +45,28 @@ enum Command {
     Report {
         /// The log file (raw serial output).
         log: PathBuf,
+    },
+    /// Events: list what can be counted, show exact register encodings.
+    Events {
+        #[command(subcommand)]
+        command: EventsCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum EventsCommand {
+    /// List the events of a CPU (like `perf list`): names, encodings, counters, descriptions.
+    List {
+        #[command(flatten)]
+        target: events_cli::TargetArgs,
+    },
+    /// Print the exact event-select value the kernel would write for each event.
+    Encode {
+        /// Events in perf syntax: instructions:u, r01c2, cpu/event=0x3c,umask=1/, {a,b}, ...
+        #[arg(required = true, value_name = "SPEC")]
+        specs: Vec<String>,
+        #[command(flatten)]
+        target: events_cli::TargetArgs,
     },
 }
 
@@ -103,6 +126,7 @@ fn main() -> ExitCode {
         Command::Run(args) => run(args),
         Command::Image(args) => write_images(args).map(|()| ExitCode::SUCCESS),
         Command::Report { log } => report(&log),
+        Command::Events { command } => events(command),
     };
     match result {
         Ok(code) => code,
@@ -242,4 +266,31 @@ fn report(log: &PathBuf) -> Result<ExitCode> {
             ExitCode::from(EXIT_NO_END)
         }
     })
+}
+
+fn events(command: EventsCommand) -> Result<ExitCode> {
+    match command {
+        EventsCommand::List { target } => {
+            let t = events_cli::target(
+                target.cpu.as_deref(),
+                target.core_type.as_deref(),
+                target.perfmon.as_deref(),
+            )?;
+            events_cli::list_cmd(&t, target.format)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        EventsCommand::Encode { specs, target } => {
+            let t = events_cli::target(
+                target.cpu.as_deref(),
+                target.core_type.as_deref(),
+                target.perfmon.as_deref(),
+            )?;
+            let ok = events_cli::encode_cmd(&specs, &t, target.format)?;
+            Ok(if ok {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(EXIT_KERNEL_FAILURE)
+            })
+        }
+    }
 }
