@@ -144,3 +144,199 @@ fn image_writes_bootable_bios_and_uefi_disks() {
     let out = baremark().arg("image").output().unwrap();
     assert_eq!(out.status.code(), Some(2), "no destination is an error");
 }
+
+fn json_of(out: &std::process::Output) -> serde_json::Value {
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)))
+}
+
+#[test]
+fn events_encode_prints_the_exact_register_value() {
+    let out = baremark()
+        .args([
+            "events",
+            "encode",
+            "instructions:u",
+            "--cpu",
+            "GenuineIntel-6-55",
+        ])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("instructions:u"))
+        .expect("a line for the event");
+    assert!(line.contains("0x4100c0"), "{line}");
+    assert!(line.contains("fixed 0 (ctrl 0x2)"), "{line}");
+
+    let out = baremark()
+        .args([
+            "events",
+            "encode",
+            "instructions:u",
+            "{cycles,branch-misses}:k",
+            "r01c2",
+            "--cpu",
+            "GenuineIntel-6-55",
+        ])
+        .args(["--format", "json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let v = json_of(&out);
+    let items = v.as_array().unwrap();
+    assert_eq!(items.len(), 4, "one object per event");
+    assert_eq!(items[0]["spec"], "instructions:u");
+    assert_eq!(items[0]["config"], "0x4100c0");
+    assert_eq!(items[0]["fixed"], 0);
+    assert_eq!(items[0]["fields"]["usr"], true);
+    assert_eq!(items[0]["fields"]["os"], false);
+    assert!(items[0]["error"].is_null());
+    assert_eq!(items[1]["config"], "0x42003c", "cycles, kernel only");
+    assert_eq!(items[2]["config"], "0x4200c5", "branch-misses, kernel only");
+    assert!(items[2]["fixed"].is_null());
+    assert_eq!(
+        items[3]["config"], "0x4301c2",
+        "r01c2 with perf's default user+kernel"
+    );
+}
+
+#[test]
+fn events_encode_with_intel_perfmon_data() {
+    let perfmon = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/perfmon");
+    if !std::path::Path::new(perfmon).join("mapfile.csv").exists() {
+        eprintln!("skipping: {perfmon} not found (Intel perfmon test data)");
+        return;
+    }
+    let out = baremark()
+        .args([
+            "events",
+            "encode",
+            "MACHINE_CLEARS.COUNT",
+            "BR_MISP_RETIRED.ALL_BRANCHES:u",
+        ])
+        .args([
+            "--cpu",
+            "GenuineIntel-6-5E",
+            "--perfmon",
+            perfmon,
+            "--format",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = json_of(&out);
+    // Skylake: event 0xC3 umask 0x01 with cmask 1 and edge, user+kernel, EN.
+    assert_eq!(v[0]["config"], "0x14701c3");
+    assert_eq!(v[0]["fields"]["cmask"], 1);
+    assert_eq!(v[0]["fields"]["edge"], true);
+    assert_eq!(v[1]["config"], "0x4100c5");
+}
+
+#[test]
+fn events_encode_rejects_bad_input_with_the_parsers_message() {
+    let out = baremark()
+        .args(["events", "encode", "cyclez", "--cpu", "GenuineIntel-6-55"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("at column 1: unknown event name `cyclez`"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("^^^^^^"), "caret under the name: {stderr}");
+
+    let out = baremark()
+        .args([
+            "events",
+            "encode",
+            "instructions",
+            "cpu/umask=0x100/",
+            "--cpu",
+            "GenuineIntel-6-55",
+            "--format",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let v = json_of(&out);
+    assert!(v[0]["error"].is_null());
+    assert!(v[1]["config"].is_null());
+    assert!(
+        v[1]["error"].as_str().unwrap().contains("umask"),
+        "{}",
+        v[1]
+    );
+
+    let out = baremark()
+        .args(["events", "encode", "cycles", "--cpu", "Cyrix-6-5"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown vendor"));
+}
+
+#[test]
+fn events_list_shows_supported_and_unsupported_events() {
+    let out = baremark()
+        .args([
+            "events",
+            "list",
+            "--cpu",
+            "AuthenticAMD-25-11",
+            "--format",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let v = json_of(&out);
+    let find = |name: &str| {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["name"] == name)
+            .cloned()
+            .unwrap()
+    };
+    let ref_cycles = find("ref-cycles");
+    assert_eq!(ref_cycles["supported"], true);
+    assert_eq!(
+        ref_cycles["config"], "0x100430120",
+        "Zen 4: event 0x120 umask 1"
+    );
+    let bus = find("bus-cycles");
+    assert_eq!(bus["supported"], false);
+    assert!(
+        bus["reason"]
+            .as_str()
+            .unwrap()
+            .contains("Linux maps no event")
+    );
+
+    let out = baremark()
+        .args(["events", "list", "--cpu", "GenuineIntel-6-55"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.starts_with("branch-misses") && l.contains("0x4300c5")),
+        "{stdout}"
+    );
+    assert!(stdout.contains("not supported on this PMU:"));
+}

@@ -51,10 +51,16 @@ impl EventSelect {
             | (u64::from(self.code >> 8) << 32)
     }
 
-    /// Whether only the code and unit masks are set (such an event can move to a fixed
-    /// counter that counts the same thing).
+    /// Whether nothing but the code and unit mask is set: no second unit mask and no filter a
+    /// fixed counter cannot apply (counter mask, invert, edge, TSX). Only such an event can
+    /// move to a fixed counter that counts the same thing.
     pub fn is_plain(&self) -> bool {
-        self.cmask == 0 && !self.inv && !self.edge && !self.in_tx && !self.in_txcp
+        self.umask2 == 0
+            && self.cmask == 0
+            && !self.inv
+            && !self.edge
+            && !self.in_tx
+            && !self.in_txcp
     }
 }
 
