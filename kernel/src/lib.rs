@@ -11,6 +11,7 @@
 //! | `ramdisk`     | the ustar archive reader                                       | yes         |
 //! | `cpu`         | CPU identification (CPUID)                                    | yes         |
 //! | `tsc`         | TSC frequency from CPUID or PIT calibration                   | yes         |
+//! | `pmu`         | PMU discovery, backends (Intel, AMD, TSC-only), PMI handling  | yes (simulated PMU) |
 //! | `pmu_info`    | what CPUID says about performance counters                    | yes         |
 //! | `exceptions`  | exception vector names                                        | yes         |
 //! | `console`     | serial output of records and text                             | no          |
@@ -21,9 +22,12 @@
 #![cfg_attr(not(test), no_std)]
 #![deny(unsafe_code)]
 
+extern crate alloc;
+
 pub mod config;
 pub mod cpu;
 pub mod exceptions;
+pub mod pmu;
 pub mod pmu_info;
 pub mod ramdisk;
 pub mod record;
