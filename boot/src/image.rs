@@ -48,6 +48,8 @@ pub struct RunConfig {
     /// Test-only action (`page-fault`, `panic`, ...); `None` for a normal run.
     pub test: Option<String>,
     pub timer_checks: bool,
+    /// Run the PMU selftest after the boot report.
+    pub selftest: bool,
     /// Extra raw lines appended verbatim (tests use this to feed bad configuration).
     pub extra_lines: Vec<String>,
 }
@@ -58,6 +60,7 @@ impl Default for RunConfig {
             on_end: OnEnd::QemuExit,
             test: None,
             timer_checks: true,
+            selftest: false,
             extra_lines: Vec::new(),
         }
     }
@@ -78,6 +81,9 @@ impl RunConfig {
             "timer_checks = {}",
             if self.timer_checks { "on" } else { "off" }
         );
+        if self.selftest {
+            let _ = writeln!(s, "selftest = on");
+        }
         for line in &self.extra_lines {
             let _ = writeln!(s, "{line}");
         }

@@ -99,6 +99,9 @@ struct RunArgs {
     /// Skip the APIC timer checks at boot.
     #[arg(long)]
     no_timer_checks: bool,
+    /// Run the PMU selftest (kvm-unit-tests-style checks; every check SKIPs without counters).
+    #[arg(long)]
+    selftest: bool,
     /// Also print the kernel's own text lines and the raw records.
     #[arg(long)]
     verbose: bool,
@@ -171,6 +174,7 @@ fn run(args: RunArgs) -> Result<ExitCode> {
         on_end: OnEnd::QemuExit,
         test: args.test,
         timer_checks: !args.no_timer_checks,
+        selftest: args.selftest,
         extra_lines: Vec::new(),
     };
     let request = BootRequest {

@@ -167,9 +167,32 @@ pub fn record_lines(r: &Record) -> Option<String> {
             } else {
                 String::new()
             };
-            let backend = r.str("backend").unwrap_or("no PMU driver yet");
-            format!("{}{}{counters} | {backend}", label("pmu"), s(r, "summary"))
+            let backend = r.str("backend").unwrap_or("none");
+            let reason = r
+                .str("reason")
+                .map(|x| format!("\n{}{x}", label("")))
+                .unwrap_or_default();
+            format!(
+                "{}{}{counters} | backend {backend}{reason}",
+                label("pmu"),
+                s(r, "summary")
+            )
         }
+        "selftest" => format!(
+            "{}{:<4} {:<18} {}",
+            label("selftest"),
+            s(r, "result").to_uppercase(),
+            s(r, "check"),
+            s(r, "detail")
+        ),
+        "selftest_summary" => format!(
+            "{}SUMMARY: {} tests, {} unexpected failures, {} skipped ({} passed)",
+            label("selftest"),
+            r.u64("checks").unwrap_or(0),
+            r.u64("failed").unwrap_or(0),
+            r.u64("skipped").unwrap_or(0),
+            r.u64("passed").unwrap_or(0)
+        ),
         "config_error" => match r.u64("line") {
             Some(line) => format!(
                 "{}run.cfg line {line}: {}",

@@ -71,6 +71,8 @@ pub struct RunConfig {
     pub test: TestAction,
     /// Check the APIC timer modes at boot.
     pub timer_checks: bool,
+    /// Run the PMU selftest after the boot report.
+    pub selftest: bool,
 }
 
 impl Default for RunConfig {
@@ -80,6 +82,7 @@ impl Default for RunConfig {
             on_end: OnEnd::Halt,
             test: TestAction::None,
             timer_checks: true,
+            selftest: false,
         }
     }
 }
@@ -198,7 +201,7 @@ pub fn parse<'a>(text: &'a str, report: &mut dyn FnMut(ConfigError<'a>)) -> RunC
         source: ConfigSource::Ramdisk,
         ..RunConfig::default()
     };
-    let mut seen = [false; 3];
+    let mut seen = [false; 4];
     for (index, raw) in text.lines().enumerate() {
         let line = index + 1;
         let content = raw.split('#').next().unwrap_or("").trim();
@@ -214,6 +217,7 @@ pub fn parse<'a>(text: &'a str, report: &mut dyn FnMut(ConfigError<'a>)) -> RunC
             "on_end" => 0,
             "test" => 1,
             "timer_checks" => 2,
+            "selftest" => 3,
             _ => {
                 report(ConfigError::UnknownKey { line, key });
                 continue;
@@ -242,8 +246,14 @@ pub fn parse<'a>(text: &'a str, report: &mut dyn FnMut(ConfigError<'a>)) -> RunC
                 )),
             },
             _ => match value {
-                "on" | "true" | "yes" => config.timer_checks = true,
-                "off" | "false" | "no" => config.timer_checks = false,
+                "on" | "true" | "yes" | "off" | "false" | "no" => {
+                    let on = matches!(value, "on" | "true" | "yes");
+                    if slot == 2 {
+                        config.timer_checks = on
+                    } else {
+                        config.selftest = on
+                    }
+                }
                 _ => report(bad("`on` or `off`")),
             },
         }
@@ -268,9 +278,10 @@ mod tests {
     #[test]
     fn parses_keys_comments_and_blank_lines() {
         let (c, errors) = parse_collect(
-            "# run\n\non_end = qemu-exit  # comment\ntest=page-fault\ntimer_checks = off\n",
+            "# run\n\non_end = qemu-exit  # comment\ntest=page-fault\ntimer_checks = off\nselftest=on\n",
         );
         assert!(errors.is_empty(), "{errors:?}");
+        assert!(c.selftest);
         assert_eq!(c.on_end, OnEnd::QemuExit);
         assert_eq!(c.test, TestAction::PageFault);
         assert!(!c.timer_checks);

@@ -69,6 +69,11 @@ pub fn end(status: Status, reason: Option<&str>) -> ! {
                     .u64("spurious_apic", COUNTS.spurious_apic.load(Relaxed))
                     .u64("spurious_pic", COUNTS.spurious_pic.load(Relaxed))
                     .u64("unexpected", COUNTS.unexpected.load(Relaxed))
+                    .u64("pmi", crate::counters::PMI_COUNTS.handled.load(Relaxed))
+                    .u64(
+                        "pmi_spurious",
+                        crate::counters::PMI_COUNTS.spurious.load(Relaxed),
+                    )
             })
     });
     stop(status)

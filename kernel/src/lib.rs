@@ -14,6 +14,9 @@
 //! | `pmu`         | PMU discovery, backends (Intel, AMD, TSC-only), PMI handling  | yes (simulated PMU) |
 //! | `pmu_info`    | what CPUID says about performance counters                    | yes         |
 //! | `exceptions`  | exception vector names                                        | yes         |
+//! | `selftest`    | the PMU selftest plan and records                             | yes         |
+//! | `counters`    | the machine's PMU: hardware `Msr`, discovery at boot, PMI      | no          |
+//! | `selftest_live` | running the PMU selftest checks                             | no          |
 //! | `console`     | serial output of records and text                             | no          |
 //! | `traps`       | the kernel's handler for every interrupt and exception        | no          |
 //! | `fatal`       | fault and panic reports, the end of a run                     | no          |
@@ -31,14 +34,19 @@ pub mod pmu;
 pub mod pmu_info;
 pub mod ramdisk;
 pub mod record;
+pub mod selftest;
 pub mod tsc;
 
 #[cfg(target_os = "none")]
 pub mod console;
 #[cfg(target_os = "none")]
+pub mod counters;
+#[cfg(target_os = "none")]
 pub mod fatal;
 #[cfg(target_os = "none")]
 pub mod machine;
+#[cfg(target_os = "none")]
+pub mod selftest_live;
 #[cfg(target_os = "none")]
 pub mod timer;
 #[cfg(target_os = "none")]

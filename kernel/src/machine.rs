@@ -21,6 +21,7 @@ use crate::say;
 use crate::timer::{self, ApicReport, TscReport};
 use crate::traps::{self, COUNTS};
 use crate::tsc::Mhz;
+use events::pmu::PmuKind;
 
 /// Kernel entry, called by the bootloader stub in `main.rs`.
 pub fn run(boot_info: &'static mut BootInfo) -> ! {
@@ -79,6 +80,17 @@ pub fn run(boot_info: &'static mut BootInfo) -> ! {
     report_pmu(&cpu);
 
     run_test_action(config.test);
+    if config.selftest {
+        let summary = crate::selftest_live::run();
+        if summary.failed > 0 {
+            let mut reason = crate::record::LineBuf::<64>::new();
+            let _ = core::fmt::Write::write_fmt(
+                &mut reason,
+                format_args!("selftest: {} checks failed", summary.failed),
+            );
+            fatal::end(Status::Fail, Some(reason.as_str()));
+        }
+    }
     say!("baremark: boot report complete");
     fatal::end(Status::Ok, None)
 }
@@ -369,13 +381,8 @@ impl core::fmt::Display for MhzOrUnknown {
 }
 
 fn report_pmu(cpu: &CpuInfo) {
+    let d = crate::counters::init(cpu);
     let reader = CpuIdReaderNative;
-    let leaf_0a = if cpu.max_leaf >= 0x0a {
-        raw_cpuid_leaf(&reader, 0x0a)
-    } else {
-        [0; 4]
-    };
-    let intel = IntelArchPerfmon::decode(leaf_0a);
     let ext1_ecx = if cpu.max_extended_leaf >= 0x8000_0001 {
         raw_cpuid_leaf(&reader, 0x8000_0001)[2]
     } else {
@@ -384,24 +391,43 @@ fn report_pmu(cpu: &CpuInfo) {
     let leaf_22 =
         (cpu.max_extended_leaf >= 0x8000_0022).then(|| raw_cpuid_leaf(&reader, 0x8000_0022));
     let amd = AmdPerfmon::decode(ext1_ecx, leaf_22);
-    let summary = if cpu.hypervisor_name == Some("tcg") {
+    let intel = IntelArchPerfmon::decode(d.leaf_0a);
+    let backend = crate::counters::with_pmu(|pmu, _| pmu.backend.name()).unwrap_or("none");
+    let summary = if cpu.hypervisor_name == Some("tcg") && intel.version == 0 {
         "QEMU software emulation (TCG): no performance counters are emulated"
     } else {
         pmu_info::summary(&intel, &amd, cpu.vendor.as_str())
     };
+    let caps = d.caps;
     record("pmu", |r| {
-        r.str("discovery", "cpuid-only")
+        r.str("discovery", "cpuid+msr-probe")
             .str("summary", summary)
-            .null("backend")
+            .str("backend", backend)
+            .str("reason", &d.reason)
             .str(
-                "note",
-                "no PMU driver in this build: the TSC is the only counter read",
+                "kind",
+                match caps.kind {
+                    PmuKind::IntelArch { .. } => "intel-arch",
+                    PmuKind::AmdLegacy => "amd-legacy",
+                    PmuKind::AmdExtCore => "amd-perfctr-core",
+                    PmuKind::AmdPerfMonV2 => "amd-perfmon-v2",
+                    PmuKind::TscOnly => "tsc-only",
+                },
             )
+            .u64("gp_counters", u64::from(caps.gp_counters))
+            .u64("gp_width", u64::from(caps.gp_width))
+            .hex("fixed_mask", u64::from(caps.fixed_mask))
+            .u64("fixed_width", u64::from(caps.fixed_width))
+            .bool("full_width_write", caps.full_width_write)
+            .opt_str("core_type", caps.core_type.map(|c| c.perfmon_name()))
+            .opt_u64("perf_capabilities", d.perf_capabilities)
+            .bool("cpuid_23h", d.used_leaf_23)
+            .u64("pmi_vector", u64::from(crate::counters::PMI_VECTOR))
             .object("cpuid_0a", |r| {
-                r.hex("eax", u64::from(leaf_0a[0]))
-                    .hex("ebx", u64::from(leaf_0a[1]))
-                    .hex("ecx", u64::from(leaf_0a[2]))
-                    .hex("edx", u64::from(leaf_0a[3]))
+                r.hex("eax", u64::from(d.leaf_0a[0]))
+                    .hex("ebx", u64::from(d.leaf_0a[1]))
+                    .hex("ecx", u64::from(d.leaf_0a[2]))
+                    .hex("edx", u64::from(d.leaf_0a[3]))
             })
             .object("intel", |r| {
                 r.u64("version", u64::from(intel.version))
@@ -418,11 +444,16 @@ fn report_pmu(cpu: &CpuInfo) {
                     .bool("perfmon_v2", amd.perfmon_v2)
                     .opt_u64("perfmon_v2_counters", amd.v2_core_counters.map(u64::from))
             })
+            .object("probes", |mut r| {
+                for p in &d.probes {
+                    let mut key = crate::record::LineBuf::<16>::new();
+                    let _ = core::fmt::Write::write_fmt(&mut key, format_args!("{:#x}", p.msr));
+                    r = r.str(key.as_str(), if p.result.is_ok() { "ok" } else { "fault" });
+                }
+                r
+            })
     });
-    say!(
-        "pmu    {summary} (CPUID.0AH eax={:#x}); no PMU driver yet",
-        leaf_0a[0]
-    );
+    say!("pmu    {summary} | backend {backend}: {}", d.reason);
 }
 
 fn run_test_action(action: TestAction) {

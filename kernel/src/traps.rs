@@ -3,7 +3,7 @@
 //!
 //! - exceptions 0-31 in kernel mode end the run with a fault record, except NMI (counted) and
 //!   a breakpoint (counted and resumed: `int3` is a trap, the saved RIP is already past it);
-//! - the APIC timer vector counts ticks;
+//! - the APIC timer vector counts ticks; the PMI vector goes to `counters::on_pmi`;
 //! - spurious APIC and 8259 interrupts are counted, as is anything unexpected, and reported in
 //!   the `end` record.
 
@@ -57,6 +57,7 @@ pub fn handle(frame: &mut TrapFrame) {
             COUNTS.timer_ticks.fetch_add(1, Relaxed);
             apic::eoi();
         }
+        v if v == u64::from(crate::counters::PMI_VECTOR) => crate::counters::on_pmi(),
         v if v == u64::from(SPURIOUS_VECTOR) => {
             // No EOI for a spurious APIC interrupt.
             COUNTS.spurious_apic.fetch_add(1, Relaxed);

@@ -182,6 +182,29 @@ pub fn read_and_clear_errors() -> u32 {
     read(reg::ESR)
 }
 
+/// How the performance-counter interrupt (LVTPC) is delivered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PmiDelivery {
+    /// A fixed vector (maskable interrupt).
+    Vector(u8),
+    /// As NMI (delivery mode 100b).
+    Nmi,
+}
+
+/// Programs the LVT performance-counter entry, unmasked or masked.
+pub fn set_lvt_perf(delivery: PmiDelivery, masked: bool) {
+    let entry = match delivery {
+        PmiDelivery::Vector(v) => u32::from(v),
+        PmiDelivery::Nmi => 0b100 << 8,
+    };
+    write(reg::LVT_PERF, entry | if masked { LVT_MASKED } else { 0 });
+}
+
+/// Clears the LVTPC mask bit (Intel sets it when it delivers a PMI), keeping the rest.
+pub fn unmask_lvt_perf() {
+    write(reg::LVT_PERF, read(reg::LVT_PERF) & !LVT_MASKED);
+}
+
 /// Timer modes of the LVT timer entry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TimerMode {

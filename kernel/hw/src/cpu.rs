@@ -159,3 +159,24 @@ pub fn enable_protections() -> Protections {
         wp,
     }
 }
+
+/// Instructions in one iteration of [`known_loop`].
+pub const KNOWN_LOOP_BODY: u64 = 10;
+
+/// Runs a loop of exactly `iterations` x 10 instructions (8 `nop`, `dec`, `jnz`) with one branch
+/// per iteration: the workload whose counts the PMU selftest knows in advance (kvm-unit-tests
+/// uses the same shape). `iterations` must be at least 1.
+pub fn known_loop(iterations: u64) {
+    let n = iterations.max(1);
+    // SAFETY: the loop only changes RCX (declared) and the flags; it touches no memory.
+    unsafe {
+        core::arch::asm!(
+            "2:",
+            "nop", "nop", "nop", "nop", "nop", "nop", "nop", "nop",
+            "dec {n}",
+            "jnz 2b",
+            n = inout(reg) n => _,
+            options(nomem, nostack),
+        );
+    }
+}

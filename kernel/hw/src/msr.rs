@@ -1,7 +1,7 @@
 //! The door to model-specific registers: every RDMSR and WRMSR the kernel executes is in this
 //! file (search for `wrmsr`).
 //!
-//! Every access is #GP-safe. The instructions sit in two small assembly routines whose
+//! Every access is #GP-safe (RDPMC is here too, and also #UD-safe). The instructions sit in two small assembly routines whose
 //! faulting instruction has an entry in an exception table: when the CPU (or a hypervisor that
 //! advertises a feature but does not emulate its MSRs) raises #GP on one of them, the trap
 //! handler resumes at a fix-up that returns an error instead of ending the run. The cost on the
@@ -86,6 +86,22 @@ global_asm!(
         mov eax, 1
         ret
 
+    // u32 baremark_rdpmc(u32 ecx /* edi */, u64 *out /* rsi */): 0 = ok, 1 = fault (#GP for a
+    // bad index, #UD under QEMU's TCG, which has no RDPMC)
+    .global baremark_rdpmc
+    baremark_rdpmc:
+        mov ecx, edi
+    baremark_rdpmc_insn:
+        rdpmc
+        shl rdx, 32
+        or rax, rdx
+        mov [rsi], rax
+        xor eax, eax
+        ret
+    baremark_rdpmc_fixup:
+        mov eax, 1
+        ret
+
     .section .data.rel.ro.baremark_extable, "aw"
     .balign 8
     .global baremark_msr_extable
@@ -93,6 +109,7 @@ global_asm!(
         .quad baremark_msr_read_insn, baremark_msr_read_fixup
         .quad baremark_msr_write_insn, baremark_msr_write_fixup
         .quad baremark_gp_selftest_insn, baremark_gp_selftest_fixup
+        .quad baremark_rdpmc_insn, baremark_rdpmc_fixup
     "#
 );
 
@@ -100,7 +117,8 @@ unsafe extern "C" {
     fn baremark_msr_read(msr: u32, out: *mut u64) -> u32;
     fn baremark_msr_write(msr: u32, value: u64) -> u32;
     fn baremark_gp_selftest() -> u32;
-    static baremark_msr_extable: [[u64; 2]; 3];
+    fn baremark_rdpmc(ecx: u32, out: *mut u64) -> u32;
+    static baremark_msr_extable: [[u64; 2]; 4];
 }
 
 /// The fix-up address for a #GP at `rip`, if `rip` is one of this module's MSR instructions.
@@ -112,6 +130,20 @@ pub(crate) fn fixup_for(rip: u64) -> Option<u64> {
         .iter()
         .find(|entry| entry[0] == rip)
         .map(|entry| entry[1])
+}
+
+/// Executes RDPMC with ECX = `ecx`. A fault (#GP: no such counter, or CR4.PCE matters only in
+/// ring 3; #UD: QEMU's TCG has no RDPMC) comes back as an error.
+pub fn rdpmc(ecx: u32) -> Result<u64, MsrError> {
+    let mut value = 0u64;
+    // SAFETY: RDPMC only reads a counter into EDX:EAX; a #GP or #UD on it is turned into an
+    // error by the exception table; `value` is a valid place for the result.
+    let status = unsafe { baremark_rdpmc(ecx, &mut value) };
+    if status == 0 {
+        Ok(value)
+    } else {
+        Err(MsrError::GeneralProtection)
+    }
 }
 
 /// Proves the #GP recovery path: a guarded load from a non-canonical address raises #GP and

@@ -8,8 +8,9 @@
 //! registers); the stub restores it and returns with IRETQ. This is the only path by which an
 //! interrupt or exception enters the kernel, from ring 0 or ring 3.
 //!
-//! Before the kernel's handler sees a kernel-mode #GP, the dispatcher consults the exception
-//! table of the MSR door (`msr.rs`): a #GP on a guarded RDMSR/WRMSR resumes at its fix-up.
+//! Before the kernel's handler sees a kernel-mode #GP or #UD, the dispatcher consults the
+//! exception table of the MSR door (`msr.rs`): a fault on a guarded RDMSR/WRMSR/RDPMC resumes at
+//! its fix-up.
 //!
 //! All gates are interrupt gates (IF cleared on entry). Double fault, NMI and machine check run
 //! on their own IST stacks. `int3` may be executed from ring 3 (DPL 3) so a payload's breakpoint
@@ -165,8 +166,9 @@ pub fn set_handler(handler: TrapHandler) {
 }
 
 extern "C" fn trap_dispatch(frame: &mut TrapFrame) {
+    const INVALID_OPCODE: u64 = 6;
     const GENERAL_PROTECTION: u64 = 13;
-    if frame.vector == GENERAL_PROTECTION
+    if (frame.vector == GENERAL_PROTECTION || frame.vector == INVALID_OPCODE)
         && !frame.from_user()
         && let Some(fixup) = crate::msr::fixup_for(frame.rip)
     {

@@ -169,6 +169,10 @@ pub trait PmuBackend {
     /// Every counter this PMU has.
     fn all_counters(&self) -> CounterSet;
 
+    /// Puts the PMU in a known state: every counter stopped, unprogrammed and zero, overflow
+    /// status cleared. The kernel calls it once at boot, before anything counts.
+    fn reset(&mut self, msr: &mut dyn Msr) -> Result<(), PmuError>;
+
     /// Loads an event into `counter`, stopped. For a fixed counter, `select` must be the event
     /// that fixed counter counts (or its pseudo encoding) and plain (no cmask/inv/edge).
     fn program(

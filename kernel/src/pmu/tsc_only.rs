@@ -39,6 +39,9 @@ impl PmuBackend for TscOnlyPmu {
     fn all_counters(&self) -> CounterSet {
         CounterSet::EMPTY
     }
+    fn reset(&mut self, _: &mut dyn Msr) -> Result<(), PmuError> {
+        Ok(())
+    }
     fn program(
         &mut self,
         _: &mut dyn Msr,

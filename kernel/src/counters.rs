@@ -1,0 +1,156 @@
+//! The machine's PMU: the hardware `Msr`, discovery at boot, the backend in use, and the PMI.
+//!
+//! PMI delivery: the local APIC's LVTPC entry raises a fixed vector ([`PMI_VECTOR`]), not an NMI.
+//! baremark never needs a sample taken inside interrupt-disabled kernel code (measured code runs in
+//! ring 3 with interrupts enabled, or in the kernel's own selftest with interrupts enabled), and
+//! a maskable vector keeps the handler free of NMI re-entrancy: it can take the PMU lock like any
+//! other code. docs/pmu.md explains the choice.
+
+use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+use alloc::boxed::Box;
+use baremark_hw::apic::{self, PmiDelivery};
+use baremark_hw::msr as hwmsr;
+use events::cpu::{CpuModel, Vendor};
+use raw_cpuid::CpuIdReaderNative;
+use spin::Mutex;
+
+use crate::cpu::{CpuInfo, raw_cpuid_subleaf};
+use crate::pmu::amd::AmdPmu;
+use crate::pmu::backend::{PmiEvent, PmuBackend};
+use crate::pmu::discovery::{self, BackendChoice, Discovery};
+use crate::pmu::intel::IntelArchPmu;
+use crate::pmu::msr::{Msr, MsrFault};
+use crate::pmu::tsc_only::TscOnlyPmu;
+
+/// The local APIC vector of the performance-counter interrupt.
+pub const PMI_VECTOR: u8 = 0xfe;
+
+/// The hardware MSR door (kernel/hw/src/msr.rs) as an [`Msr`].
+pub struct HwMsr;
+
+fn fault(e: hwmsr::MsrError) -> MsrFault {
+    match e {
+        hwmsr::MsrError::GeneralProtection => MsrFault::GeneralProtection,
+        hwmsr::MsrError::Protected => MsrFault::Protected,
+    }
+}
+
+impl Msr for HwMsr {
+    fn read(&mut self, msr: u32) -> Result<u64, MsrFault> {
+        hwmsr::read(msr).map_err(fault)
+    }
+    fn write(&mut self, msr: u32, value: u64) -> Result<(), MsrFault> {
+        hwmsr::write(msr, value).map_err(fault)
+    }
+    fn rdpmc(&mut self, ecx: u32) -> Result<u64, MsrFault> {
+        // The door does not tell #GP from #UD; RDPMC faults mean "not readable" either way.
+        hwmsr::rdpmc(ecx).map_err(|_| MsrFault::GeneralProtection)
+    }
+}
+
+/// The PMU in use.
+pub struct Pmu {
+    pub backend: Box<dyn PmuBackend + Send>,
+    pub discovery: Discovery,
+}
+
+static PMU: Mutex<Option<Pmu>> = Mutex::new(None);
+
+/// PMI statistics, reported in the `end` record.
+pub struct PmiCounts {
+    pub handled: AtomicU64,
+    pub spurious: AtomicU64,
+    /// PMIs that found the PMU busy (the interrupted code held it); acknowledged later.
+    pub busy: AtomicU64,
+}
+
+pub static PMI_COUNTS: PmiCounts = PmiCounts {
+    handled: AtomicU64::new(0),
+    spurious: AtomicU64::new(0),
+    busy: AtomicU64::new(0),
+};
+
+/// Called with every PMI's findings (the virtual-counter and sampling code will register one).
+pub type PmiHook = fn(&PmiEvent);
+static PMI_HOOK: spin::Once<PmiHook> = spin::Once::new();
+
+/// Registers the function called after each PMI is acknowledged.
+pub fn set_pmi_hook(hook: PmiHook) {
+    PMI_HOOK.call_once(|| hook);
+}
+
+/// Discovers the PMU, puts the chosen backend in a known state, and programs LVTPC.
+pub fn init(cpu: &CpuInfo) -> Discovery {
+    let vendor = Vendor::from_cpuid_name(cpu.vendor.as_str());
+    let model = vendor.map(|v| CpuModel::new(v, u32::from(cpu.family), u32::from(cpu.model)));
+    let reader = CpuIdReaderNative;
+    let cpuid = |leaf: u32, sub: u32| raw_cpuid_subleaf(&reader, leaf, sub);
+    let mut msr = HwMsr;
+    let mut d = discovery::discover(&cpuid, &mut msr, model);
+    let mut backend: Box<dyn PmuBackend + Send> = match d.choice {
+        BackendChoice::IntelArch => Box::new(IntelArchPmu::new(d.caps)),
+        BackendChoice::Amd => Box::new(AmdPmu::new(d.caps)),
+        BackendChoice::TscOnly => Box::new(TscOnlyPmu::new(vendor.unwrap_or(Vendor::Intel), model)),
+    };
+    if let Err(e) = backend.reset(&mut msr) {
+        d.reason = alloc::format!(
+            "{}; but resetting the counters failed ({e}): falling back to the TSC",
+            d.reason
+        );
+        d.choice = BackendChoice::TscOnly;
+        d.caps = events::pmu::PmuCaps::tsc_only(vendor.unwrap_or(Vendor::Intel), model);
+        backend = Box::new(TscOnlyPmu::new(vendor.unwrap_or(Vendor::Intel), model));
+    }
+    // The PMI stays masked without counters; otherwise it is armed on its vector (counters only
+    // interrupt when a period was armed with INT).
+    apic::set_lvt_perf(
+        PmiDelivery::Vector(PMI_VECTOR),
+        d.choice == BackendChoice::TscOnly,
+    );
+    *PMU.lock() = Some(Pmu {
+        backend,
+        discovery: d.clone(),
+    });
+    d
+}
+
+/// Runs `f` with the PMU and the hardware MSR door. `None` before `init`.
+pub fn with_pmu<R>(f: impl FnOnce(&mut Pmu, &mut HwMsr) -> R) -> Option<R> {
+    let mut guard = PMU.lock();
+    guard.as_mut().map(|pmu| f(pmu, &mut HwMsr))
+}
+
+/// The PMI vector's handler (called from `traps`, interrupts disabled).
+pub fn on_pmi() {
+    let Some(mut guard) = PMU.try_lock() else {
+        // The interrupted code holds the PMU: it sees the overflow status itself.
+        PMI_COUNTS.busy.fetch_add(1, Relaxed);
+        apic::unmask_lvt_perf();
+        apic::eoi();
+        return;
+    };
+    if let Some(pmu) = guard.as_mut() {
+        match pmu.backend.handle_pmi(&mut HwMsr) {
+            Ok(event) if event.is_spurious() => {
+                PMI_COUNTS.spurious.fetch_add(1, Relaxed);
+            }
+            Ok(event) => {
+                PMI_COUNTS.handled.fetch_add(1, Relaxed);
+                if let Some(hook) = PMI_HOOK.get() {
+                    hook(&event);
+                }
+            }
+            Err(_) => {
+                PMI_COUNTS.spurious.fetch_add(1, Relaxed);
+            }
+        }
+        if pmu.backend.pmi_unmasks_lvtpc() {
+            apic::unmask_lvt_perf();
+        }
+    } else {
+        PMI_COUNTS.spurious.fetch_add(1, Relaxed);
+    }
+    drop(guard);
+    apic::eoi();
+}
