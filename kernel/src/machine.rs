@@ -404,6 +404,7 @@ fn report_pmu(cpu: &CpuInfo) {
             .str("summary", summary)
             .str("backend", backend)
             .str("reason", &d.reason)
+            .opt_str("hypervisor", cpu.hypervisor_name)
             .str(
                 "kind",
                 match caps.kind {
