@@ -35,6 +35,7 @@ pub mod pmu_info;
 pub mod ramdisk;
 pub mod record;
 pub mod selftest;
+pub mod task;
 pub mod tsc;
 
 #[cfg(target_os = "none")]
