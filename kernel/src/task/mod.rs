@@ -1,5 +1,9 @@
 //! Ring-3 tasks: payload loading, per-task virtual counters, the user counter page.
-//! (Work in progress for the ring-3 tasks issue: the host-tested parts come first.)
+//!
+//! Work in progress for the ring-3 tasks issue; the host-tested parts come first:
+//! - `elf`: validates a payload ELF and plans its pages (every rejection is a clear error);
+//! - `vcounter`: per-task 64-bit virtual counters (the perfctr model), exact at any width;
+//! - `user_page`: the read-only page a task reads its counters from without a system call.
 
 pub mod elf;
 pub mod user_page;
