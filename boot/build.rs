@@ -10,4 +10,10 @@ fn main() {
         kernel.to_string_lossy()
     );
     println!("cargo:rerun-if-env-changed=CARGO_BIN_FILE_BAREMARK_KERNEL_kernel");
+    let hello = std::env::var_os("CARGO_BIN_FILE_BAREMARK_PAYLOAD_HELLO_hello")
+        .expect("cargo did not provide the hello payload");
+    println!(
+        "cargo:rustc-env=BAREMARK_PAYLOAD_HELLO_ELF={}",
+        hello.to_string_lossy()
+    );
 }

@@ -4,6 +4,7 @@
 //! | module    | job                                                          |
 //! |-----------|--------------------------------------------------------------|
 //! | `events_cli` | `baremark events list/encode`                         |
+//! | `payloads` | the built-in payload ELFs (ring-3 programs)                 |
 //! | `image`   | ramdisk (run configuration) and BIOS/UEFI disk images         |
 //! | `qemu`    | finding QEMU and OVMF, the QEMU command line                  |
 //! | `session` | one boot: stream, parse, time, judge; KVM/TCG choice          |
@@ -12,6 +13,7 @@
 
 pub mod events_cli;
 pub mod image;
+pub mod payloads;
 pub mod qemu;
 pub mod records;
 pub mod render;

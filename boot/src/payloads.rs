@@ -1,0 +1,20 @@
+//! The built-in payloads: static ELF64 executables for ring 3, built from `payloads/` for
+//! x86_64-unknown-none by cargo (artifact dependencies) and embedded here.
+
+/// A payload by name.
+#[derive(Clone, Copy, Debug)]
+pub struct Payload {
+    pub name: &'static str,
+    pub elf: &'static [u8],
+}
+
+/// Every built-in payload.
+pub static BUILTIN: &[Payload] = &[Payload {
+    name: "hello",
+    elf: include_bytes!(env!("BAREMARK_PAYLOAD_HELLO_ELF")),
+}];
+
+/// The built-in payload called `name`.
+pub fn builtin(name: &str) -> Option<&'static Payload> {
+    BUILTIN.iter().find(|p| p.name == name)
+}
