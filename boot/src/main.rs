@@ -105,7 +105,8 @@ struct RunArgs {
     /// Also print the kernel's own text lines and the raw records.
     #[arg(long)]
     verbose: bool,
-    /// Test-only: make the kernel misbehave (page-fault, panic, invalid-opcode, stack-overflow, hang).
+    /// Test-only: make the kernel misbehave (page-fault, panic, invalid-opcode, stack-overflow, hang)
+    /// or run the ring-3 smoke payloads (ring3).
     #[arg(long, hide = true)]
     test: Option<String>,
 }

@@ -34,16 +34,20 @@ pub enum TestAction {
     StackOverflow,
     /// Spin forever with interrupts off (the host must time out).
     Hang,
+    /// Run the ring-3 smoke test (`task::smoke`): payloads that exit, write, and fault in ring
+    /// 3; the run still ends with status ok.
+    Ring3,
 }
 
 impl TestAction {
-    pub const ALL: [(&'static str, TestAction); 6] = [
+    pub const ALL: [(&'static str, TestAction); 7] = [
         ("none", TestAction::None),
         ("page-fault", TestAction::PageFault),
         ("panic", TestAction::Panic),
         ("invalid-opcode", TestAction::InvalidOpcode),
         ("stack-overflow", TestAction::StackOverflow),
         ("hang", TestAction::Hang),
+        ("ring3", TestAction::Ring3),
     ];
 
     pub fn name(self) -> &'static str {
@@ -242,7 +246,7 @@ pub fn parse<'a>(text: &'a str, report: &mut dyn FnMut(ConfigError<'a>)) -> RunC
             1 => match TestAction::ALL.iter().find(|(name, _)| *name == value) {
                 Some((_, action)) => config.test = *action,
                 None => report(bad(
-                    "one of none, page-fault, panic, invalid-opcode, stack-overflow, hang",
+                    "one of none, page-fault, panic, invalid-opcode, stack-overflow, hang, ring3",
                 )),
             },
             _ => match value {

@@ -483,6 +483,7 @@ fn run_test_action(action: TestAction) {
                 core::hint::spin_loop();
             }
         }
+        TestAction::Ring3 => crate::task::smoke::run(),
     }
 }
 

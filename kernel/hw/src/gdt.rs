@@ -100,3 +100,13 @@ pub fn set_ring0_stack(top: u64) {
     // from ring 3, which cannot happen concurrently on this single-CPU kernel.
     unsafe { (*tss).privilege_stack_table[0] = VirtAddr::new(top) };
 }
+
+/// The address of TSS.RSP0 (8 bytes, at offset 4 of the TSS, so not 8-byte aligned). The ring-3
+/// entry code in `user.rs` stores the kernel stack pointer there, in assembly, right before it
+/// enters ring 3, since only then is the value known.
+pub(crate) fn ring0_stack_slot() -> *mut u64 {
+    let tss = &raw mut TSS;
+    // SAFETY: only computes the address of a field of the static TSS; nothing is read or
+    // written, and no reference is created (the struct is packed).
+    unsafe { (&raw mut (*tss).privilege_stack_table).cast::<u64>() }
+}

@@ -15,6 +15,9 @@
 //! | `trap`    | IDT, the 256 entry stubs and `trap_common`: every way into the kernel     |
 //! |           | through an interrupt or exception                                         |
 //! | `paging`  | page-table helpers over the bootloader's physical-memory mapping          |
+//! | `user`    | ring 3: user address spaces, `run` (enter ring 3, come back on SYSCALL or |
+//! |           | trap), the SYSCALL entry                                                  |
+//! | `syscall` | the SYSCALL MSRs (EFER.SCE, STAR, LSTAR, SFMASK)                          |
 //! | `frames`  | physical frame allocator over the memory map (pure; host-tested)          |
 //! | `heap`    | the kernel heap (linked_list_allocator)                                   |
 //! | `apic`    | the local APIC, x2APIC or xAPIC                                           |
@@ -23,8 +26,8 @@
 //! | `layout`  | the kernel's virtual-memory layout and the bootloader configuration       |
 //!
 //! To find every MSR write: search for `wrmsr` (only `msr.rs` has the instruction).
-//! To find every kernel entry from ring 3: search for `KERNEL ENTRY` (the trap stubs in `trap.rs`;
-//! the `syscall` entry joins them when ring-3 tasks arrive).
+//! To find every kernel entry from ring 3: search for `KERNEL ENTRY` (the trap stubs in `trap.rs`,
+//! the SYSCALL entry in `user.rs`).
 //!
 //! On the host (`cargo test`), only the hardware-independent parts (`frames`, `layout`
 //! constants) are compiled, so they can be unit-tested.
@@ -57,4 +60,8 @@ pub mod port;
 #[cfg(target_os = "none")]
 pub mod serial;
 #[cfg(target_os = "none")]
+pub mod syscall;
+#[cfg(target_os = "none")]
 pub mod trap;
+#[cfg(target_os = "none")]
+pub mod user;

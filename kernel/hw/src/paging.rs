@@ -175,3 +175,86 @@ pub fn read_unmapped(addr: u64) -> Option<u8> {
     // alias any Rust object; it raises #PF, which the trap handler reports.
     Some(unsafe { core::ptr::read_volatile(addr as *const u8) })
 }
+
+// --- Helpers for user address spaces (`user.rs`) ---------------------------------------------
+
+/// Allocates one frame and zeroes it through the physical-memory mapping. Returns its physical
+/// address.
+pub(crate) fn allocate_zeroed_frame() -> Result<u64, MapError> {
+    let offset = *PHYS_OFFSET.get().ok_or(MapError::NotInitialised)?;
+    let phys = FRAMES
+        .lock()
+        .as_mut()
+        .ok_or(MapError::NotInitialised)?
+        .allocate()
+        .ok_or(MapError::OutOfFrames)?;
+    // SAFETY: the frame is free memory (fresh from the allocator, never handed out before),
+    // mapped at `offset + phys`; zeroing it touches no live object.
+    unsafe { core::ptr::write_bytes((offset + phys) as *mut u8, 0, 4096) };
+    Ok(phys)
+}
+
+/// Copies the upper half (entries 256-511) of the kernel's level-4 table into the level-4 table
+/// at `dst_l4_phys`, with `USER_ACCESSIBLE` cleared on every copied entry, so the kernel stays
+/// mapped in the new tree but nothing under it is reachable from ring 3. The lower-half entries
+/// of the destination are not touched.
+///
+/// # Safety
+/// `dst_l4_phys` must be a page-table frame owned by the caller that no Rust reference points
+/// to (a fresh frame from [`allocate_zeroed_frame`]).
+pub(crate) unsafe fn copy_kernel_half(dst_l4_phys: u64) -> Result<(), MapError> {
+    let offset = *PHYS_OFFSET.get().ok_or(MapError::NotInitialised)?;
+    let guard = PAGE_TABLE.lock();
+    let src = guard
+        .as_ref()
+        .ok_or(MapError::NotInitialised)?
+        .level_4_table();
+    // SAFETY: the caller owns the frame and nothing else references it; all physical memory is
+    // mapped at `offset`. It is distinct from the kernel's level-4 table (`src`), which is only
+    // read, through the mapper that owns it.
+    let dst = unsafe { &mut *((offset + dst_l4_phys) as *mut PageTable) };
+    for i in 256..512 {
+        let mut entry = src[i].clone();
+        if !entry.is_unused() {
+            let flags = entry.flags() - PageTableFlags::USER_ACCESSIBLE;
+            entry.set_flags(flags);
+        }
+        dst[i] = entry;
+    }
+    Ok(())
+}
+
+/// Maps the page at `virt` to the frame `phys` in the page-table tree whose level-4 table is at
+/// `l4_phys`, with `flags` on the last level and `table_flags` on new or existing intermediate
+/// entries. No TLB flush is done: the entry was not present, and non-present entries are never
+/// cached.
+///
+/// # Safety
+/// `l4_phys` must be the level-4 table of a tree the caller owns exclusively (no Rust reference
+/// to any of its lower-half tables exists), and `virt` must be a lower-half page, which the
+/// tree shares with no other tree.
+pub(crate) unsafe fn map_in(
+    l4_phys: u64,
+    virt: u64,
+    phys: u64,
+    flags: PageTableFlags,
+    table_flags: PageTableFlags,
+) -> Result<(), MapError> {
+    let offset = *PHYS_OFFSET.get().ok_or(MapError::NotInitialised)?;
+    let mut frames = FRAMES.lock();
+    let frames = frames.as_mut().ok_or(MapError::NotInitialised)?;
+    // SAFETY: the caller owns the tree exclusively; all physical memory is mapped at `offset`.
+    let l4 = unsafe { &mut *((offset + l4_phys) as *mut PageTable) };
+    // SAFETY: as above.
+    let mut table = unsafe { OffsetPageTable::new(l4, VirtAddr::new(offset)) };
+    let page = Page::<Size4KiB>::containing_address(VirtAddr::new(virt));
+    let frame = PhysFrame::containing_address(PhysAddr::new(phys));
+    // SAFETY: the caller guarantees `virt` is a page of its own lower half; `phys` is a frame
+    // the caller owns (fresh from the allocator).
+    let flush = unsafe {
+        table.map_to_with_table_flags(page, frame, flags, table_flags, &mut Frames(frames))
+    }
+    .map_err(map_err)?;
+    flush.ignore();
+    Ok(())
+}

@@ -8,6 +8,11 @@
 //! registers); the stub restores it and returns with IRETQ. This is the only path by which an
 //! interrupt or exception enters the kernel, from ring 0 or ring 3.
 //!
+//! A trap from ring 3 is different: the dispatcher copies the frame into the running user
+//! context (`user::trap_from_user`) without calling the kernel's handler, and
+//! `baremark_trap_common` leaves through `baremark_user_trap_exit` (in `user.rs`), which returns
+//! from `user::run` instead of going back to ring 3. The SYSCALL entry is in `user.rs` too.
+//!
 //! Before the kernel's handler sees a kernel-mode #GP or #UD, the dispatcher consults the
 //! exception table of the MSR door (`msr.rs`): a fault on a guarded RDMSR/WRMSR/RDPMC resumes at
 //! its fix-up.
@@ -112,6 +117,10 @@ global_asm!(
         mov rdi, rsp
         cld
         call {dispatch}
+        // A trap from ring 3 does not go back there: `trap_dispatch` copied the frame into the
+        // running user context, and the kernel gets control as a return from `user::run`.
+        test byte ptr [rsp + {cs_offset}], 3
+        jnz baremark_user_trap_exit
         pop r15
         pop r14
         pop r13
@@ -146,6 +155,7 @@ global_asm!(
     .noaltmacro
     "#,
     dispatch = sym trap_dispatch,
+    cs_offset = const core::mem::offset_of!(TrapFrame, cs),
 );
 
 unsafe extern "C" {
@@ -166,6 +176,12 @@ pub fn set_handler(handler: TrapHandler) {
 }
 
 extern "C" fn trap_dispatch(frame: &mut TrapFrame) {
+    if frame.from_user() {
+        // Every interrupt and exception in ring 3 ends `user::run`; the kernel's handler is not
+        // called (the kernel decides, after `run` returns, what the trap means for the task).
+        crate::user::trap_from_user(frame);
+        return;
+    }
     const INVALID_OPCODE: u64 = 6;
     const GENERAL_PROTECTION: u64 = 13;
     if (frame.vector == GENERAL_PROTECTION || frame.vector == INVALID_OPCODE)

@@ -1,0 +1,743 @@
+//! Ring 3: user address spaces, entering ring 3, and getting control back.
+//!
+//! # User mode as a function call
+//!
+//! The kernel runs a task with [`run`]`(&mut UserContext) -> Exit`. `run` saves the kernel's
+//! callee-saved registers, RFLAGS, CR3 and its stack pointer on the kernel stack, switches to
+//! the task's address space and enters ring 3 with the context's registers. Control comes back
+//! to the kernel only as a return from `run`, with the context updated to the task's registers
+//! at that moment:
+//!
+//! - **SYSCALL** in ring 3 ([`Exit::Syscall`]): LSTAR points at `baremark_syscall_entry` below
+//!   (a `KERNEL ENTRY`). It switches to the kernel stack, stores every user register into the
+//!   context (RIP from RCX, RFLAGS from R11, as the CPU left them) and returns from `run`. The
+//!   kernel reads the number and arguments from the context, writes the result into `rax` and
+//!   calls `run` again.
+//! - **Any interrupt or exception** in ring 3 ([`Exit::Trap`]): the CPU switches to TSS.RSP0,
+//!   which `run` sets to its own saved stack pointer, so the trap frame lands just below `run`'s
+//!   saved registers. The ordinary trap stubs (`trap.rs`) build the [`TrapFrame`];
+//!   `trap_dispatch` sees that it came from ring 3 and calls [`trap_from_user`], which copies
+//!   it into the running context instead of calling the kernel's handler; then
+//!   `baremark_trap_common`, instead of IRETQ'ing back to ring 3, jumps to
+//!   `baremark_user_trap_exit`, which returns from `run`. Interrupts (the APIC timer, a PMI)
+//!   arrive this way too, un-acknowledged: the kernel decides what to do (acknowledge them,
+//!   resume the task, end it).
+//!
+//! So there is no kernel-side "current task" state beyond the context pointer, and no kernel
+//! code runs on behalf of ring 3 except inside `run`'s caller.
+//!
+//! # Stacks
+//!
+//! One CPU, one kernel stack: the stack `run` is called on. `run` stores its stack pointer
+//! (below the saved registers) in `KERNEL_RSP` and in TSS.RSP0. The SYSCALL entry loads it from
+//! `KERNEL_RSP` (no per-CPU data and no SWAPGS: with one CPU a static is enough, and the kernel
+//! never uses GS; the user RSP is parked in a static for the two instructions until it is
+//! stored into the context). Interrupts are off from the start of `run`'s entry sequence until
+//! IRETQ/SYSRETQ loads the user RFLAGS, and from the SYSCALL (SFMASK clears IF) or the trap gate
+//! (interrupt gates clear IF) until `run` restores the kernel's RFLAGS. NMI, double fault and
+//! machine check arrive on their IST stacks even from ring 3; they exit `run` the same way.
+//!
+//! # CR3
+//!
+//! `run` switches to the task's page tables on entry and back to the kernel's (the CR3 it found)
+//! on every exit, so kernel code outside `run` always runs on the kernel's own tables and sees
+//! every upper-half mapping made since the address space was created. The price is two CR3
+//! writes (a TLB flush without PCID) per kernel entry; lazy switching or PCID can remove it
+//! later. The entry code itself runs on the task's tables for a few instructions: the upper
+//! half (kernel image, stacks, statics, heap) is shared, see [`AddressSpace`].
+//!
+//! # Returning: SYSRETQ or IRETQ
+//!
+//! `run` returns to ring 3 with SYSRETQ when the context is exactly what SYSCALL left (RCX =
+//! RIP and R11 = RFLAGS: SYSRETQ loads RIP from RCX and RFLAGS from R11), otherwise with IRETQ
+//! (the first entry, after a trap, after the kernel moved RIP). Either way `run` first refuses
+//! a RIP or RSP outside the canonical lower half ([`Exit::InvalidContext`]): SYSRETQ with a
+//! non-canonical RCX raises #GP *in ring 0* on Intel CPUs, on the user's stack (the classic
+//! SYSRET vulnerability), and IRETQ to a non-canonical RIP raises #GP in ring 0 as well. A
+//! SYSCALL as the last instruction below 0x0000_8000_0000_0000 produces exactly such a RIP.
+//! RFLAGS is sanitised on every entry: IF and bit 1 set; IOPL, NT, VM, RF and the rest cleared;
+//! only the arithmetic flags, TF, DF, AC and ID kept.
+//!
+//! After a trap from ring 3 the CPU leaves SS null in the kernel; the trap exit reloads the
+//! kernel data selector, so the kernel always runs with SS = 0x10 and SYSRETQ never starts from
+//! a null SS (AMD CPUs keep SS's hidden attributes across SYSRET).
+//!
+//! NMIs stay blocked from an NMI until the next IRETQ. An NMI in ring 3 exits `run` without
+//! IRETQ, so NMIs stay blocked until the next entry by IRETQ or kernel interrupt return.
+//!
+//! # Not saved
+//!
+//! x87/SSE/AVX state: the kernel is built soft-float (`x86_64-unknown-none`) and never touches
+//! it, so a task's vector registers survive kernel entries untouched. With more than one task
+//! it must be saved (XSAVE). FS/GS bases are not used by the kernel or saved.
+//!
+//! SMEP and SMAP stay on. The kernel never dereferences a user pointer: it reads and writes a
+//! task's memory through [`AddressSpace::read`] and [`AddressSpace::write`], which check that
+//! the range is mapped user memory of that address space and copy through the bootloader's
+//! mapping of physical memory.
+
+use core::arch::global_asm;
+use core::mem::offset_of;
+use core::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
+
+use x86_64::structures::paging::PageTableFlags;
+
+use crate::gdt::{KERNEL_DATA_SELECTOR, USER_CODE_SELECTOR, USER_DATA_SELECTOR};
+use crate::trap::TrapFrame;
+use crate::{msr, paging};
+
+/// The lowest page a task may map: page 0 stays unmapped so null pointers fault.
+pub const USER_START: u64 = 0x1000;
+/// The end (exclusive) of user memory: the end of the canonical lower half.
+pub const USER_END: u64 = 0x0000_8000_0000_0000;
+/// Page size.
+pub const PAGE_SIZE: u64 = 4096;
+
+/// RFLAGS.IF.
+pub const RFLAGS_IF: u64 = 1 << 9;
+/// RFLAGS bit 1, always set.
+const RFLAGS_FIXED: u64 = 1 << 1;
+/// RFLAGS bits a task may hold: CF, PF, AF, ZF, SF, TF, DF, OF, AC, ID.
+const RFLAGS_USER: u64 = (1 << 0)
+    | (1 << 2)
+    | (1 << 4)
+    | (1 << 6)
+    | (1 << 7)
+    | (1 << 8)
+    | (1 << 10)
+    | (1 << 11)
+    | (1 << 18)
+    | (1 << 21);
+
+/// The registers of a task, and its address space.
+///
+/// The kernel may change any register between runs (a syscall's result in `rax`, `rip` moved
+/// past an emulated instruction). `rflags` is sanitised by [`run`] (IF always set, IOPL 0).
+/// The address space can only be set from an [`AddressSpace`].
+#[repr(C)]
+#[derive(Clone, Debug)]
+pub struct UserContext {
+    pub rax: u64,
+    pub rbx: u64,
+    pub rcx: u64,
+    pub rdx: u64,
+    pub rsi: u64,
+    pub rdi: u64,
+    pub rbp: u64,
+    pub r8: u64,
+    pub r9: u64,
+    pub r10: u64,
+    pub r11: u64,
+    pub r12: u64,
+    pub r13: u64,
+    pub r14: u64,
+    pub r15: u64,
+    pub rip: u64,
+    pub rsp: u64,
+    pub rflags: u64,
+    /// Physical address of the task's level-4 table.
+    cr3: u64,
+    // The last trap from ring 3 (written by `trap_from_user`).
+    trap_vector: u64,
+    trap_error_code: u64,
+    trap_cr2: u64,
+}
+
+impl UserContext {
+    /// A context that starts at `entry` with stack pointer `rsp` in `space`, every other
+    /// register zero and interrupts enabled.
+    pub fn new(space: &AddressSpace, entry: u64, rsp: u64) -> Self {
+        UserContext {
+            rax: 0,
+            rbx: 0,
+            rcx: 0,
+            rdx: 0,
+            rsi: 0,
+            rdi: 0,
+            rbp: 0,
+            r8: 0,
+            r9: 0,
+            r10: 0,
+            r11: 0,
+            r12: 0,
+            r13: 0,
+            r14: 0,
+            r15: 0,
+            rip: entry,
+            rsp,
+            rflags: RFLAGS_IF | RFLAGS_FIXED,
+            cr3: space.cr3(),
+            trap_vector: 0,
+            trap_error_code: 0,
+            trap_cr2: 0,
+        }
+    }
+
+    /// Moves the task to another address space.
+    pub fn set_address_space(&mut self, space: &AddressSpace) {
+        self.cr3 = space.cr3();
+    }
+
+    /// The physical address of the task's level-4 table.
+    pub fn cr3(&self) -> u64 {
+        self.cr3
+    }
+}
+
+/// How control came back from ring 3.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Exit {
+    /// The task executed SYSCALL. The context holds its registers: the number in `rax`, the
+    /// arguments in `rdi`, `rsi`, `rdx`, `r10`, `r8`, `r9`; `rip` is past the instruction
+    /// (and `rcx`/`r11` hold RIP/RFLAGS, as the CPU put them there).
+    Syscall,
+    /// An interrupt or exception arrived in ring 3. For an exception that is a fault, `rip` in
+    /// the context is the faulting instruction; for a trap (`int3`) and for interrupts it is
+    /// the next one. Interrupts have not been acknowledged (no EOI).
+    Trap {
+        vector: u8,
+        /// The CPU's error code (0 for vectors without one).
+        error_code: u64,
+        /// For a page fault (vector 14): the faulting address (CR2).
+        cr2: Option<u64>,
+    },
+    /// The context cannot be entered: nothing was run.
+    InvalidContext(ContextError),
+}
+
+/// Why [`run`] refused a context.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ContextError {
+    /// RIP is not a canonical lower-half address (IRETQ and SYSRETQ would raise #GP in ring 0).
+    /// A SYSCALL as the very last instruction of the lower half leaves RIP here.
+    NonCanonicalRip,
+    /// RSP is not a canonical lower-half address.
+    NonCanonicalRsp,
+}
+
+/// Vector number of a page fault.
+const PAGE_FAULT: u64 = 14;
+
+/// Value returned by the assembly when SYSCALL ended the run.
+const EXIT_SYSCALL: u64 = 1;
+/// Value returned by the assembly when a trap ended the run.
+const EXIT_TRAP: u64 = 2;
+
+/// The kernel stack pointer while a task runs (below `run`'s saved registers); the SYSCALL
+/// entry and the trap exit load it.
+static KERNEL_RSP: AtomicU64 = AtomicU64::new(0);
+/// The user RSP between SYSCALL and its store into the context (one CPU: no per-CPU area).
+static USER_RSP_SCRATCH: AtomicU64 = AtomicU64::new(0);
+/// Entries into ring 3 by IRETQ and by SYSRETQ, since boot.
+static IRETQ_ENTRIES: AtomicU64 = AtomicU64::new(0);
+static SYSRETQ_ENTRIES: AtomicU64 = AtomicU64::new(0);
+
+/// How many times [`run`] entered ring 3 with each instruction, since boot.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EntryCounts {
+    pub iretq: u64,
+    pub sysretq: u64,
+}
+
+/// The entry counts so far (a task's are the difference between two readings).
+pub fn entry_counts() -> EntryCounts {
+    EntryCounts {
+        iretq: IRETQ_ENTRIES.load(Ordering::Relaxed),
+        sysretq: SYSRETQ_ENTRIES.load(Ordering::Relaxed),
+    }
+}
+
+/// The context being run, for `trap_from_user`; null outside `run`.
+static CURRENT: AtomicPtr<UserContext> = AtomicPtr::new(core::ptr::null_mut());
+
+// Layout of `run`'s saved state, from KERNEL_RSP upwards:
+//   [+0] context pointer  [+8] kernel CR3  [+16] kernel RFLAGS
+//   [+24] r15  [+32] r14  [+40] r13  [+48] r12  [+56] rbp  [+64] rbx  [+72] return address
+// Nine pushes after the call: RSP is 16-byte aligned there, as TSS.RSP0 should be.
+global_asm!(
+    r#"
+    .section .text.baremark_user, "ax"
+
+    // u64 baremark_user_run(UserContext *ctx /* rdi */, u64 *tss_rsp0 /* rsi */,
+    //                       u64 use_sysret /* rdx */): EXIT_SYSCALL or EXIT_TRAP
+    .global baremark_user_run
+    baremark_user_run:
+        push rbx
+        push rbp
+        push r12
+        push r13
+        push r14
+        push r15
+        pushfq
+        cli
+        mov rax, cr3
+        push rax
+        push rdi
+        mov [rip + {kernel_rsp}], rsp
+        mov [rsi], rsp
+        mov rax, [rdi + {cr3}]
+        mov cr3, rax
+        test rdx, rdx
+        jnz 2f
+
+        // IRETQ: ring 3 with every register of the context.
+        push {user_ss}
+        push qword ptr [rdi + {rsp}]
+        push qword ptr [rdi + {rflags}]
+        push {user_cs}
+        push qword ptr [rdi + {rip}]
+        mov rax, [rdi + {rax}]
+        mov rbx, [rdi + {rbx}]
+        mov rcx, [rdi + {rcx}]
+        mov rdx, [rdi + {rdx}]
+        mov rsi, [rdi + {rsi}]
+        mov rbp, [rdi + {rbp}]
+        mov r8, [rdi + {r8}]
+        mov r9, [rdi + {r9}]
+        mov r10, [rdi + {r10}]
+        mov r11, [rdi + {r11}]
+        mov r12, [rdi + {r12}]
+        mov r13, [rdi + {r13}]
+        mov r14, [rdi + {r14}]
+        mov r15, [rdi + {r15}]
+        mov rdi, [rdi + {rdi}]
+        iretq
+
+    2:  // SYSRETQ: RIP from RCX, RFLAGS from R11 (the context has RCX = RIP, R11 = RFLAGS,
+        // and RIP is canonical: checked by `run`). Interrupts are off, so nothing runs on the
+        // user stack in ring 0 between loading RSP and SYSRETQ; an NMI uses its IST stack.
+        mov rcx, [rdi + {rip}]
+        mov r11, [rdi + {rflags}]
+        mov rsp, [rdi + {rsp}]
+        mov rax, [rdi + {rax}]
+        mov rbx, [rdi + {rbx}]
+        mov rdx, [rdi + {rdx}]
+        mov rsi, [rdi + {rsi}]
+        mov rbp, [rdi + {rbp}]
+        mov r8, [rdi + {r8}]
+        mov r9, [rdi + {r9}]
+        mov r10, [rdi + {r10}]
+        mov r12, [rdi + {r12}]
+        mov r13, [rdi + {r13}]
+        mov r14, [rdi + {r14}]
+        mov r15, [rdi + {r15}]
+        mov rdi, [rdi + {rdi}]
+        sysretq
+
+    // KERNEL ENTRY (SYSCALL from ring 3; IA32_LSTAR). CS/SS are the kernel's, IF/TF/DF/AC are
+    // clear (SFMASK), RSP is still the user's, CR3 the task's (the kernel half is shared).
+    .global baremark_syscall_entry
+    baremark_syscall_entry:
+        mov [rip + {user_rsp_scratch}], rsp
+        mov rsp, [rip + {kernel_rsp}]
+        push rax
+        mov rax, [rsp + 8]
+        mov [rax + {rbx}], rbx
+        mov [rax + {rcx}], rcx
+        mov [rax + {rdx}], rdx
+        mov [rax + {rsi}], rsi
+        mov [rax + {rdi}], rdi
+        mov [rax + {rbp}], rbp
+        mov [rax + {r8}], r8
+        mov [rax + {r9}], r9
+        mov [rax + {r10}], r10
+        mov [rax + {r11}], r11
+        mov [rax + {r12}], r12
+        mov [rax + {r13}], r13
+        mov [rax + {r14}], r14
+        mov [rax + {r15}], r15
+        mov [rax + {rip}], rcx
+        mov [rax + {rflags}], r11
+        pop rbx
+        mov [rax + {rax}], rbx
+        mov rbx, [rip + {user_rsp_scratch}]
+        mov [rax + {rsp}], rbx
+        mov eax, {exit_syscall}
+        jmp baremark_user_return
+
+    // Reached from `baremark_trap_common` (trap.rs) after `trap_dispatch` copied a ring-3 trap
+    // frame into the context: abandon the frame and return from `run`.
+    .global baremark_user_trap_exit
+    baremark_user_trap_exit:
+        mov rsp, [rip + {kernel_rsp}]
+        mov ecx, {kernel_ss}
+        mov ss, cx
+        mov eax, {exit_trap}
+
+    // RSP = KERNEL_RSP, RAX = exit value: back to the kernel's tables, flags and registers.
+    baremark_user_return:
+        mov rcx, [rsp + 8]
+        mov cr3, rcx
+        add rsp, 16
+        popfq
+        pop r15
+        pop r14
+        pop r13
+        pop r12
+        pop rbp
+        pop rbx
+        ret
+    "#,
+    kernel_rsp = sym KERNEL_RSP,
+    user_rsp_scratch = sym USER_RSP_SCRATCH,
+    user_ss = const USER_DATA_SELECTOR,
+    user_cs = const USER_CODE_SELECTOR,
+    kernel_ss = const KERNEL_DATA_SELECTOR,
+    exit_syscall = const EXIT_SYSCALL,
+    exit_trap = const EXIT_TRAP,
+    cr3 = const offset_of!(UserContext, cr3),
+    rax = const offset_of!(UserContext, rax),
+    rbx = const offset_of!(UserContext, rbx),
+    rcx = const offset_of!(UserContext, rcx),
+    rdx = const offset_of!(UserContext, rdx),
+    rsi = const offset_of!(UserContext, rsi),
+    rdi = const offset_of!(UserContext, rdi),
+    rbp = const offset_of!(UserContext, rbp),
+    r8 = const offset_of!(UserContext, r8),
+    r9 = const offset_of!(UserContext, r9),
+    r10 = const offset_of!(UserContext, r10),
+    r11 = const offset_of!(UserContext, r11),
+    r12 = const offset_of!(UserContext, r12),
+    r13 = const offset_of!(UserContext, r13),
+    r14 = const offset_of!(UserContext, r14),
+    r15 = const offset_of!(UserContext, r15),
+    rip = const offset_of!(UserContext, rip),
+    rsp = const offset_of!(UserContext, rsp),
+    rflags = const offset_of!(UserContext, rflags),
+);
+
+unsafe extern "C" {
+    fn baremark_user_run(ctx: *mut UserContext, tss_rsp0: *mut u64, use_sysret: u64) -> u64;
+    fn baremark_syscall_entry();
+}
+
+/// The address IA32_LSTAR must hold.
+pub(crate) fn syscall_entry_address() -> u64 {
+    baremark_syscall_entry as *const () as u64
+}
+
+/// Whether `addr` is a canonical lower-half address.
+const fn is_user_canonical(addr: u64) -> bool {
+    addr < USER_END
+}
+
+/// The RFLAGS a task is entered with.
+pub const fn sanitise_rflags(rflags: u64) -> u64 {
+    (rflags & RFLAGS_USER) | RFLAGS_IF | RFLAGS_FIXED
+}
+
+/// Runs the task in ring 3 until it executes SYSCALL or an interrupt or exception arrives;
+/// the context then holds its registers at that point. See the module documentation.
+///
+/// Sets up the SYSCALL MSRs on first use; if the CPU refused them, a SYSCALL in ring 3 raises
+/// #UD and comes back as [`Exit::Trap`] with vector 6.
+pub fn run(ctx: &mut UserContext) -> Exit {
+    if !is_user_canonical(ctx.rip) {
+        return Exit::InvalidContext(ContextError::NonCanonicalRip);
+    }
+    if !is_user_canonical(ctx.rsp) {
+        return Exit::InvalidContext(ContextError::NonCanonicalRsp);
+    }
+    let _ = crate::syscall::init();
+    ctx.rflags = sanitise_rflags(ctx.rflags);
+    let use_sysret = ctx.rcx == ctx.rip && ctx.r11 == ctx.rflags;
+    if use_sysret {
+        SYSRETQ_ENTRIES.fetch_add(1, Ordering::Relaxed);
+    } else {
+        IRETQ_ENTRIES.fetch_add(1, Ordering::Relaxed);
+    }
+    let ptr: *mut UserContext = ctx;
+    let previous = CURRENT.swap(ptr, Ordering::Relaxed);
+    debug_assert!(previous.is_null(), "user::run is not reentrant");
+    // SAFETY: `ptr` is a valid, exclusively borrowed context for the whole call; its CR3 is a
+    // level-4 table built by `AddressSpace::new` (the kernel half shared, so this code, the
+    // stack and the statics stay mapped), and its frames are never freed. RIP and RSP are
+    // canonical lower-half addresses (checked above), RFLAGS is sanitised (IOPL 0, IF set), so
+    // IRETQ/SYSRETQ cannot fault in ring 0 and ring 3 cannot reach kernel memory or
+    // privileged instructions. The TSS.RSP0 slot is valid. The assembly returns here with every
+    // callee-saved register, the kernel's RFLAGS and CR3 restored.
+    let exit =
+        unsafe { baremark_user_run(ptr, crate::gdt::ring0_stack_slot(), u64::from(use_sysret)) };
+    CURRENT.store(core::ptr::null_mut(), Ordering::Relaxed);
+    if exit == EXIT_SYSCALL {
+        Exit::Syscall
+    } else {
+        Exit::Trap {
+            vector: ctx.trap_vector as u8,
+            error_code: ctx.trap_error_code,
+            cr2: (ctx.trap_vector == PAGE_FAULT).then_some(ctx.trap_cr2),
+        }
+    }
+}
+
+/// Called by `trap_dispatch` for a trap from ring 3, on the kernel stack below `run`'s frame:
+/// copies the frame into the running context. `baremark_trap_common` then returns from `run`.
+pub(crate) fn trap_from_user(frame: &TrapFrame) {
+    let cr2 = if frame.vector == PAGE_FAULT {
+        crate::cpu::cr2()
+    } else {
+        0
+    };
+    let ptr = CURRENT.load(Ordering::Relaxed);
+    if ptr.is_null() {
+        // Ring 3 is only ever entered by `run`, which sets CURRENT first; without it there is
+        // no stack to return to.
+        crate::cpu::halt_forever();
+    }
+    // SAFETY: `run` set CURRENT to the context it was given, which stays exclusively borrowed
+    // (by `run`, which is suspended in the assembly) until it returns.
+    let ctx = unsafe { &mut *ptr };
+    ctx.rax = frame.rax;
+    ctx.rbx = frame.rbx;
+    ctx.rcx = frame.rcx;
+    ctx.rdx = frame.rdx;
+    ctx.rsi = frame.rsi;
+    ctx.rdi = frame.rdi;
+    ctx.rbp = frame.rbp;
+    ctx.r8 = frame.r8;
+    ctx.r9 = frame.r9;
+    ctx.r10 = frame.r10;
+    ctx.r11 = frame.r11;
+    ctx.r12 = frame.r12;
+    ctx.r13 = frame.r13;
+    ctx.r14 = frame.r14;
+    ctx.r15 = frame.r15;
+    ctx.rip = frame.rip;
+    ctx.rsp = frame.rsp;
+    ctx.rflags = frame.rflags;
+    ctx.trap_vector = frame.vector;
+    ctx.trap_error_code = frame.error_code;
+    ctx.trap_cr2 = cr2;
+}
+
+/// Why a mapping in an address space failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MapError {
+    /// The address is not a page-aligned address in `[USER_START, USER_END)`.
+    NotUserPage,
+    /// The page is already mapped (for a stack: its guard page is mapped).
+    AlreadyMapped,
+    /// Out of physical memory.
+    OutOfFrames,
+    /// Paging is not initialised.
+    NotInitialised,
+}
+
+impl From<paging::MapError> for MapError {
+    fn from(e: paging::MapError) -> Self {
+        match e {
+            paging::MapError::OutOfFrames => MapError::OutOfFrames,
+            paging::MapError::AlreadyMapped => MapError::AlreadyMapped,
+            paging::MapError::NotInitialised => MapError::NotInitialised,
+        }
+    }
+}
+
+/// A user memory access the kernel refused: part of the range is not mapped user memory of
+/// the address space (unmapped, in the upper half, non-canonical, or the range wraps).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AccessError {
+    /// The first address that is not accessible.
+    pub addr: u64,
+}
+
+/// A task's address space: a level-4 table whose upper half (entries 256-511) is a copy of the
+/// kernel's, with `USER_ACCESSIBLE` cleared (so the kernel stays mapped while the task runs,
+/// and traps and SYSCALL need no CR3 switch before the entry code runs, but ring 3 cannot
+/// touch it), and whose lower half is the task's own: fresh zeroed frames, mapped with
+/// `USER_ACCESSIBLE`, no-execute unless executable.
+///
+/// Kernel mappings made later in a level-4 slot the kernel did not use when the address space
+/// was created would not be visible while its tables are active; `run` keeps that window to
+/// its entry and exit code, which only touch the kernel image and stack.
+///
+/// Frames are never freed (the kernel's frame allocator cannot free, and a run is finite), so
+/// an address space has no `Drop`, and a context that outlives it still names valid tables.
+#[derive(Debug)]
+pub struct AddressSpace {
+    l4: u64,
+}
+
+impl AddressSpace {
+    /// A new address space: the kernel half shared, the user half empty.
+    pub fn new() -> Result<Self, MapError> {
+        let l4 = paging::allocate_zeroed_frame()?;
+        // SAFETY: `l4` is a fresh frame nothing else references.
+        unsafe { paging::copy_kernel_half(l4) }?;
+        Ok(AddressSpace { l4 })
+    }
+
+    /// The physical address of the level-4 table (the CR3 value).
+    pub fn cr3(&self) -> u64 {
+        self.l4
+    }
+
+    /// Maps a fresh zeroed frame at the page `vaddr` (page-aligned, in `[USER_START,
+    /// USER_END)`), user-accessible, writable and executable as asked. Without NX support
+    /// (EFER.NXE clear) every page is executable.
+    pub fn map(&mut self, vaddr: u64, writable: bool, executable: bool) -> Result<(), MapError> {
+        if !vaddr.is_multiple_of(PAGE_SIZE) || !(USER_START..USER_END).contains(&vaddr) {
+            return Err(MapError::NotUserPage);
+        }
+        if self.walk(vaddr).is_some() {
+            return Err(MapError::AlreadyMapped);
+        }
+        let mut flags = PageTableFlags::PRESENT | PageTableFlags::USER_ACCESSIBLE;
+        if writable {
+            flags |= PageTableFlags::WRITABLE;
+        }
+        if !executable && nx_enabled() {
+            flags |= PageTableFlags::NO_EXECUTE;
+        }
+        let table_flags =
+            PageTableFlags::PRESENT | PageTableFlags::WRITABLE | PageTableFlags::USER_ACCESSIBLE;
+        let frame = paging::allocate_zeroed_frame()?;
+        // SAFETY: the tree rooted at `self.l4` belongs to this address space (`&mut self`), and
+        // `vaddr` is a lower-half page, which no other tree shares; `frame` is fresh.
+        unsafe { paging::map_in(self.l4, vaddr, frame, flags, table_flags) }?;
+        Ok(())
+    }
+
+    /// Maps `pages` pages (writable, not executable) ending at `top` (page-aligned) for a
+    /// stack, and checks that the page below them (the guard page) is unmapped, so an overflow
+    /// faults. Returns the initial stack pointer (`top`).
+    pub fn map_stack(&mut self, top: u64, pages: u64) -> Result<u64, MapError> {
+        let bytes = pages.checked_mul(PAGE_SIZE).ok_or(MapError::NotUserPage)?;
+        let guard = bytes
+            .checked_add(PAGE_SIZE)
+            .and_then(|b| top.checked_sub(b))
+            .ok_or(MapError::NotUserPage)?;
+        if !top.is_multiple_of(PAGE_SIZE) || top >= USER_END || guard < USER_START {
+            return Err(MapError::NotUserPage);
+        }
+        if self.walk(guard).is_some() {
+            return Err(MapError::AlreadyMapped);
+        }
+        for page in 0..pages {
+            self.map(top - bytes + page * PAGE_SIZE, true, false)?;
+        }
+        Ok(top)
+    }
+
+    /// Whether `vaddr` is in a page mapped for ring 3 in this address space.
+    pub fn is_mapped(&self, vaddr: u64) -> bool {
+        self.walk(vaddr).is_some()
+    }
+
+    /// Checks that `[vaddr, vaddr + len)` is mapped user memory of this address space.
+    pub fn check(&self, vaddr: u64, len: u64) -> Result<(), AccessError> {
+        let end = vaddr
+            .checked_add(len)
+            .filter(|&e| e <= USER_END)
+            .ok_or(AccessError {
+                addr: vaddr.max(USER_END),
+            })?;
+        let mut page = vaddr & !(PAGE_SIZE - 1);
+        while page < end {
+            if self.walk(page).is_none() {
+                return Err(AccessError {
+                    addr: page.max(vaddr),
+                });
+            }
+            page += PAGE_SIZE;
+        }
+        Ok(())
+    }
+
+    /// Copies `bytes` to `vaddr` (loading a payload: read-only and executable pages too), through
+    /// the kernel's mapping of physical memory. Nothing is written unless the whole range is
+    /// mapped user memory.
+    pub fn write(&mut self, vaddr: u64, bytes: &[u8]) -> Result<(), AccessError> {
+        self.copy(vaddr, bytes.len(), |phys_virt, offset, n| {
+            // SAFETY: `phys_virt` is the kernel's mapping of `n` bytes of a frame of this
+            // address space's user half (checked by `copy`), which no Rust reference points to.
+            unsafe {
+                core::ptr::copy_nonoverlapping(
+                    bytes[offset..offset + n].as_ptr(),
+                    phys_virt as *mut u8,
+                    n,
+                )
+            };
+        })
+    }
+
+    /// Zeroes `len` bytes at `vaddr` (all or nothing, as [`AddressSpace::write`]).
+    pub fn zero(&mut self, vaddr: u64, len: u64) -> Result<(), AccessError> {
+        let len = usize::try_from(len).map_err(|_| AccessError { addr: vaddr })?;
+        self.copy(vaddr, len, |phys_virt, _, n| {
+            // SAFETY: as in `write`.
+            unsafe { core::ptr::write_bytes(phys_virt as *mut u8, 0, n) };
+        })
+    }
+
+    /// Copies `out.len()` bytes from `vaddr` (a syscall's buffer), after checking the whole
+    /// range is mapped user memory of this address space (read-only pages included).
+    pub fn read(&self, vaddr: u64, out: &mut [u8]) -> Result<(), AccessError> {
+        self.copy(vaddr, out.len(), |phys_virt, offset, n| {
+            // SAFETY: `phys_virt` is the kernel's mapping of `n` bytes of a user frame of this
+            // address space (checked by `copy`); the task is not running, so nothing writes it.
+            unsafe {
+                core::ptr::copy_nonoverlapping(
+                    phys_virt as *const u8,
+                    out[offset..offset + n].as_mut_ptr(),
+                    n,
+                )
+            };
+        })
+    }
+
+    /// Checks the range, then calls `f(kernel address, offset in the range, length)` for each
+    /// piece of it within one page.
+    fn copy(
+        &self,
+        vaddr: u64,
+        len: usize,
+        mut f: impl FnMut(u64, usize, usize),
+    ) -> Result<(), AccessError> {
+        self.check(vaddr, len as u64)?;
+        let mut done = 0usize;
+        while done < len {
+            let addr = vaddr + done as u64;
+            let in_page = (PAGE_SIZE - addr % PAGE_SIZE) as usize;
+            let n = in_page.min(len - done);
+            let frame = self.walk(addr).ok_or(AccessError { addr })?;
+            let virt =
+                paging::phys_to_virt(frame + addr % PAGE_SIZE).ok_or(AccessError { addr })?;
+            f(virt, done, n);
+            done += n;
+        }
+        Ok(())
+    }
+
+    /// The frame behind the user page containing `vaddr`, if it is mapped user memory (present
+    /// and user-accessible at every level; the user half never has huge pages).
+    fn walk(&self, vaddr: u64) -> Option<u64> {
+        const PRESENT: u64 = 1;
+        const USER: u64 = 1 << 2;
+        const HUGE: u64 = 1 << 7;
+        const ADDR: u64 = 0x000f_ffff_ffff_f000;
+        if !is_user_canonical(vaddr) {
+            return None;
+        }
+        let mut table = self.l4;
+        for (level, shift) in [(4, 39), (3, 30), (2, 21), (1, 12)] {
+            let index = (vaddr >> shift) & 0x1ff;
+            let entry_virt = paging::phys_to_virt(table + index * 8)?;
+            // SAFETY: the entry is in a page-table frame of this address space, mapped through
+            // the physical-memory mapping; a volatile read of an aligned u64 (the CPU may set
+            // accessed/dirty bits, but never while the kernel runs on this single CPU).
+            let entry = unsafe { core::ptr::read_volatile(entry_virt as *const u64) };
+            if entry & PRESENT == 0 || entry & USER == 0 || (level > 1 && entry & HUGE != 0) {
+                return None;
+            }
+            table = entry & ADDR;
+        }
+        Some(table)
+    }
+}
+
+/// Whether EFER.NXE is set (bit 63 of page-table entries means no-execute).
+fn nx_enabled() -> bool {
+    const NXE: u64 = 1 << 11;
+    msr::read(msr::addr::IA32_EFER).is_ok_and(|efer| efer & NXE != 0)
+}
