@@ -90,47 +90,75 @@ fn stop(status: Status) -> ! {
     cpu::halt_forever()
 }
 
+/// The CPU state a `fault` record shows: a kernel trap frame, or a ring-3 task's context.
+pub struct FaultState {
+    /// `kernel` or `user`.
+    pub mode: &'static str,
+    pub vector: u64,
+    pub error_code: u64,
+    pub rip: u64,
+    pub cs: u64,
+    pub rflags: u64,
+    pub rsp: u64,
+    pub ss: u64,
+    /// Page faults: the faulting address.
+    pub cr2: Option<u64>,
+    /// RAX, RBX, RCX, RDX, RSI, RDI, RBP, R8-R15, in that order.
+    pub gprs: [u64; 15],
+}
+
+const GPR_NAMES: [&str; 15] = [
+    "rax", "rbx", "rcx", "rdx", "rsi", "rdi", "rbp", "r8", "r9", "r10", "r11", "r12", "r13", "r14",
+    "r15",
+];
+
+/// Adds the fields of a `fault` record (docs/records.md) for `s` to `r`.
+pub fn fault_fields<'a>(r: crate::record::Record<'a>, s: &FaultState) -> crate::record::Record<'a> {
+    let (mnemonic, name) = exceptions::describe(s.vector).unwrap_or(("?", "unknown"));
+    let r = r
+        .str("mode", s.mode)
+        .u64("vector", s.vector)
+        .str("mnemonic", mnemonic)
+        .str("name", name)
+        .hex("error_code", s.error_code)
+        .hex("rip", s.rip)
+        .hex("cs", s.cs)
+        .hex("rflags", s.rflags)
+        .hex("rsp", s.rsp)
+        .hex("ss", s.ss);
+    let r = match s.cr2 {
+        Some(cr2) => r
+            .hex("cr2", cr2)
+            .str_array("page_fault", exceptions::page_fault_flags(s.error_code)),
+        None => r,
+    };
+    r.object("registers", |mut r| {
+        for (name, value) in GPR_NAMES.iter().zip(s.gprs) {
+            r = r.hex(name, value);
+        }
+        r
+    })
+}
+
 /// Reports an exception the kernel cannot recover from, then ends the run with failure.
 pub fn fault(frame: &TrapFrame) -> ! {
-    let (mnemonic, name) = exceptions::describe(frame.vector).unwrap_or(("?", "unknown"));
-    let page_fault = frame.vector == 14;
-    let cr2 = cpu::cr2();
-    console::record_fatal("fault", |r| {
-        let r = r
-            .str("mode", if frame.from_user() { "user" } else { "kernel" })
-            .u64("vector", frame.vector)
-            .str("mnemonic", mnemonic)
-            .str("name", name)
-            .hex("error_code", frame.error_code)
-            .hex("rip", frame.rip)
-            .hex("cs", frame.cs)
-            .hex("rflags", frame.rflags)
-            .hex("rsp", frame.rsp)
-            .hex("ss", frame.ss);
-        let r = if page_fault {
-            r.hex("cr2", cr2)
-                .str_array("page_fault", exceptions::page_fault_flags(frame.error_code))
-        } else {
-            r
-        };
-        r.object("registers", |r| {
-            r.hex("rax", frame.rax)
-                .hex("rbx", frame.rbx)
-                .hex("rcx", frame.rcx)
-                .hex("rdx", frame.rdx)
-                .hex("rsi", frame.rsi)
-                .hex("rdi", frame.rdi)
-                .hex("rbp", frame.rbp)
-                .hex("r8", frame.r8)
-                .hex("r9", frame.r9)
-                .hex("r10", frame.r10)
-                .hex("r11", frame.r11)
-                .hex("r12", frame.r12)
-                .hex("r13", frame.r13)
-                .hex("r14", frame.r14)
-                .hex("r15", frame.r15)
-        })
-    });
+    let (_, name) = exceptions::describe(frame.vector).unwrap_or(("?", "unknown"));
+    let state = FaultState {
+        mode: if frame.from_user() { "user" } else { "kernel" },
+        vector: frame.vector,
+        error_code: frame.error_code,
+        rip: frame.rip,
+        cs: frame.cs,
+        rflags: frame.rflags,
+        rsp: frame.rsp,
+        ss: frame.ss,
+        cr2: (frame.vector == 14).then(cpu::cr2),
+        gprs: [
+            frame.rax, frame.rbx, frame.rcx, frame.rdx, frame.rsi, frame.rdi, frame.rbp, frame.r8,
+            frame.r9, frame.r10, frame.r11, frame.r12, frame.r13, frame.r14, frame.r15,
+        ],
+    };
+    console::record_fatal("fault", |r| fault_fields(r, &state));
     let mut reason = crate::record::LineBuf::<64>::new();
     let _ = core::fmt::Write::write_fmt(&mut reason, format_args!("kernel-mode {name} exception"));
     end(Status::Fail, Some(reason.as_str()))

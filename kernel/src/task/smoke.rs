@@ -423,44 +423,27 @@ fn report_fault(
     detail: Option<&str>,
 ) {
     let (mnemonic, name) = exceptions::describe(u64::from(vector)).unwrap_or(("?", "unknown"));
+    let state = crate::fatal::FaultState {
+        mode: "user",
+        vector: u64::from(vector),
+        error_code,
+        rip: ctx.rip,
+        cs: u64::from(USER_CODE_SELECTOR),
+        rflags: ctx.rflags,
+        rsp: ctx.rsp,
+        ss: u64::from(USER_DATA_SELECTOR),
+        cr2,
+        gprs: [
+            ctx.rax, ctx.rbx, ctx.rcx, ctx.rdx, ctx.rsi, ctx.rdi, ctx.rbp, ctx.r8, ctx.r9, ctx.r10,
+            ctx.r11, ctx.r12, ctx.r13, ctx.r14, ctx.r15,
+        ],
+    };
     record("fault", |r| {
-        let r = r
-            .str("mode", "user")
-            .str("task", task.name)
-            .u64("task_index", task.index)
-            .u64("vector", u64::from(vector))
-            .str("mnemonic", mnemonic)
-            .str("name", name)
-            .hex("error_code", error_code)
-            .hex("rip", ctx.rip)
-            .hex("cs", u64::from(USER_CODE_SELECTOR))
-            .hex("rflags", ctx.rflags)
-            .hex("rsp", ctx.rsp)
-            .hex("ss", u64::from(USER_DATA_SELECTOR))
-            .opt_str("detail", detail);
-        let r = match cr2 {
-            Some(cr2) => r
-                .hex("cr2", cr2)
-                .str_array("page_fault", exceptions::page_fault_flags(error_code)),
-            None => r,
-        };
-        r.object("registers", |r| {
-            r.hex("rax", ctx.rax)
-                .hex("rbx", ctx.rbx)
-                .hex("rcx", ctx.rcx)
-                .hex("rdx", ctx.rdx)
-                .hex("rsi", ctx.rsi)
-                .hex("rdi", ctx.rdi)
-                .hex("rbp", ctx.rbp)
-                .hex("r8", ctx.r8)
-                .hex("r9", ctx.r9)
-                .hex("r10", ctx.r10)
-                .hex("r11", ctx.r11)
-                .hex("r12", ctx.r12)
-                .hex("r13", ctx.r13)
-                .hex("r14", ctx.r14)
-                .hex("r15", ctx.r15)
-        })
+        crate::fatal::fault_fields(
+            r.str("task", task.name).u64("task_index", task.index),
+            &state,
+        )
+        .opt_str("detail", detail)
     });
     match cr2 {
         Some(cr2) => say!(
