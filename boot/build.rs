@@ -10,10 +10,26 @@ fn main() {
         kernel.to_string_lossy()
     );
     println!("cargo:rerun-if-env-changed=CARGO_BIN_FILE_BAREMARK_KERNEL_kernel");
-    let hello = std::env::var_os("CARGO_BIN_FILE_BAREMARK_PAYLOAD_HELLO_hello")
-        .expect("cargo did not provide the hello payload");
-    println!(
-        "cargo:rustc-env=BAREMARK_PAYLOAD_HELLO_ELF={}",
-        hello.to_string_lossy()
-    );
+    for (var, env) in [
+        (
+            "CARGO_BIN_FILE_BAREMARK_PAYLOAD_HELLO_hello",
+            "BAREMARK_PAYLOAD_HELLO_ELF",
+        ),
+        (
+            "CARGO_BIN_FILE_BAREMARK_PAYLOAD_LOOP_loop1000",
+            "BAREMARK_PAYLOAD_LOOP1000_ELF",
+        ),
+        (
+            "CARGO_BIN_FILE_BAREMARK_PAYLOAD_LOOP_loop2000",
+            "BAREMARK_PAYLOAD_LOOP2000_ELF",
+        ),
+        (
+            "CARGO_BIN_FILE_BAREMARK_PAYLOAD_RDPMC_rdpmc",
+            "BAREMARK_PAYLOAD_RDPMC_ELF",
+        ),
+    ] {
+        let path = std::env::var_os(var)
+            .unwrap_or_else(|| panic!("cargo did not provide the payload artifact {var}"));
+        println!("cargo:rustc-env={env}={}", path.to_string_lossy());
+    }
 }

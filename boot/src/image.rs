@@ -52,6 +52,12 @@ pub struct RunConfig {
     pub selftest: bool,
     /// Extra raw lines appended verbatim (tests use this to feed bad configuration).
     pub extra_lines: Vec<String>,
+    /// Payload ELF files, `(name, bytes)`, packed as `payloads/<name>.elf` in this order; the
+    /// kernel runs them in ring 3 after the boot report (docs/run-config.md).
+    pub payloads: Vec<(String, Vec<u8>)>,
+    /// Run the payloads concurrently, round-robin, with this quantum in microseconds (the
+    /// `quantum_us` key); 0: one after the other.
+    pub quantum_us: u32,
 }
 
 impl Default for RunConfig {
@@ -62,6 +68,8 @@ impl Default for RunConfig {
             timer_checks: true,
             selftest: false,
             extra_lines: Vec::new(),
+            payloads: Vec::new(),
+            quantum_us: 0,
         }
     }
 }
@@ -84,6 +92,9 @@ impl RunConfig {
         if self.selftest {
             let _ = writeln!(s, "selftest = on");
         }
+        if self.quantum_us > 0 {
+            let _ = writeln!(s, "quantum_us = {}", self.quantum_us);
+        }
         for line in &self.extra_lines {
             let _ = writeln!(s, "{line}");
         }
@@ -91,7 +102,24 @@ impl RunConfig {
     }
 }
 
-/// Builds the ramdisk: a ustar archive with `run.cfg`.
+/// The ramdisk member of payload `name` (the kernel runs every `payloads/*.elf` member).
+pub fn payload_member(name: &str) -> String {
+    format!("{PAYLOAD_DIR}/{name}.elf")
+}
+
+/// The ramdisk folder of payload members.
+pub const PAYLOAD_DIR: &str = "payloads";
+
+/// Whether `name` can name a payload: 1-64 bytes of ASCII letters, digits, `-`, `_`, `.`.
+pub fn valid_payload_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
+}
+
+/// Builds the ramdisk: a ustar archive with `run.cfg`, then `payloads/<name>.elf` for each
+/// payload in order.
 pub fn build_ramdisk(config: &RunConfig) -> Result<Vec<u8>> {
     let mut archive = tar::Builder::new(Vec::new());
     let text = config.to_text();
@@ -103,6 +131,19 @@ pub fn build_ramdisk(config: &RunConfig) -> Result<Vec<u8>> {
     archive
         .append_data(&mut header, CONFIG_MEMBER, text.as_bytes())
         .context("packing run.cfg")?;
+    for (name, elf) in &config.payloads {
+        if !valid_payload_name(name) {
+            anyhow::bail!("payload name `{name}`: use 1-64 ASCII letters, digits, `-`, `_` or `.`");
+        }
+        let mut header = tar::Header::new_ustar();
+        header.set_size(elf.len() as u64);
+        header.set_mode(0o644);
+        header.set_mtime(0);
+        header.set_cksum();
+        archive
+            .append_data(&mut header, payload_member(name), &elf[..])
+            .with_context(|| format!("packing payload `{name}`"))?;
+    }
     archive
         .into_inner()
         .context("finishing the ramdisk archive")
@@ -166,6 +207,39 @@ mod tests {
         assert!(text.contains("on_end = qemu-exit\n"));
         assert!(text.contains("test = panic\n"));
         assert!(text.contains("timer_checks = on\n"));
+    }
+
+    #[test]
+    fn payloads_follow_run_cfg_in_order() {
+        let config = RunConfig {
+            payloads: vec![
+                ("b".into(), b"second".to_vec()),
+                ("a".into(), b"first!".to_vec()),
+            ],
+            ..RunConfig::default()
+        };
+        let bytes = build_ramdisk(&config).unwrap();
+        let mut archive = tar::Archive::new(&bytes[..]);
+        let members: Vec<(String, Vec<u8>)> = archive
+            .entries()
+            .unwrap()
+            .map(|e| {
+                let mut e = e.unwrap();
+                let path = e.path().unwrap().to_str().unwrap().to_string();
+                let mut data = Vec::new();
+                std::io::Read::read_to_end(&mut e, &mut data).unwrap();
+                (path, data)
+            })
+            .collect();
+        assert_eq!(members.len(), 3);
+        assert_eq!(members[0].0, CONFIG_MEMBER);
+        assert_eq!(members[1], ("payloads/b.elf".into(), b"second".to_vec()));
+        assert_eq!(members[2], ("payloads/a.elf".into(), b"first!".to_vec()));
+        let bad = RunConfig {
+            payloads: vec![("../x".into(), Vec::new())],
+            ..RunConfig::default()
+        };
+        assert!(build_ramdisk(&bad).is_err());
     }
 
     #[test]

@@ -105,6 +105,17 @@ struct RunArgs {
     /// Also print the kernel's own text lines and the raw records.
     #[arg(long)]
     verbose: bool,
+    /// Run a payload ELF in ring 3 after the boot report (repeatable; named after the file
+    /// stem). Built-ins (`--builtin`) run first, then these, each in the order given.
+    #[arg(long = "payload", value_name = "FILE.elf")]
+    payloads: Vec<PathBuf>,
+    /// Run a built-in payload (repeatable): hello, loop1000, loop2000, rdpmc.
+    #[arg(long = "builtin", value_name = "NAME")]
+    builtins: Vec<String>,
+    /// Run the payloads concurrently, round-robin, preempted by the APIC timer every this many
+    /// microseconds (default: one after the other).
+    #[arg(long, value_name = "US", value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    quantum_us: Option<u32>,
     /// Test-only: make the kernel misbehave (page-fault, panic, invalid-opcode, stack-overflow, hang)
     /// or run the ring-3 smoke payloads (ring3).
     #[arg(long, hide = true)]
@@ -171,12 +182,15 @@ fn run(args: RunArgs) -> Result<ExitCode> {
         accel.name()
     );
 
+    let payloads = collect_payloads(&args.builtins, &args.payloads)?;
     let config = RunConfig {
         on_end: OnEnd::QemuExit,
         test: args.test,
         timer_checks: !args.no_timer_checks,
         selftest: args.selftest,
         extra_lines: Vec::new(),
+        payloads,
+        quantum_us: args.quantum_us.unwrap_or(0),
     };
     let request = BootRequest {
         config,
@@ -211,6 +225,38 @@ fn run(args: RunArgs) -> Result<ExitCode> {
         Verdict::NoEndRecord(_) => EXIT_NO_END,
         Verdict::Timeout => EXIT_TIMEOUT,
     }))
+}
+
+/// The payloads of a run: the built-ins named, then the files, each in the order given.
+fn collect_payloads(builtins: &[String], files: &[PathBuf]) -> Result<Vec<(String, Vec<u8>)>> {
+    let mut payloads = Vec::new();
+    for name in builtins {
+        let p = baremark::payloads::builtin(name).with_context(|| {
+            let known: Vec<&str> = baremark::payloads::BUILTIN.iter().map(|p| p.name).collect();
+            format!(
+                "no built-in payload `{name}` (there are: {})",
+                known.join(", ")
+            )
+        })?;
+        payloads.push((p.name.to_string(), p.elf.to_vec()));
+    }
+    for path in files {
+        let name = path
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .filter(|s| image::valid_payload_name(s))
+            .with_context(|| {
+                format!(
+                    "payload {}: the file stem must be 1-64 ASCII letters, digits, `-`, `_` or `.`",
+                    path.display()
+                )
+            })?
+            .to_string();
+        let elf =
+            std::fs::read(path).with_context(|| format!("reading payload {}", path.display()))?;
+        payloads.push((name, elf));
+    }
+    Ok(payloads)
 }
 
 fn write_images(args: ImageArgs) -> Result<()> {

@@ -9,10 +9,26 @@ pub struct Payload {
 }
 
 /// Every built-in payload.
-pub static BUILTIN: &[Payload] = &[Payload {
-    name: "hello",
-    elf: include_bytes!(env!("BAREMARK_PAYLOAD_HELLO_ELF")),
-}];
+pub static BUILTIN: &[Payload] = &[
+    Payload {
+        name: "hello",
+        elf: include_bytes!(env!("BAREMARK_PAYLOAD_HELLO_ELF")),
+    },
+    // Test payloads: the virtual TSC around 1000 / 2000 iterations of a 4-instruction loop.
+    Payload {
+        name: "loop1000",
+        elf: include_bytes!(env!("BAREMARK_PAYLOAD_LOOP1000_ELF")),
+    },
+    Payload {
+        name: "loop2000",
+        elf: include_bytes!(env!("BAREMARK_PAYLOAD_LOOP2000_ELF")),
+    },
+    // Test payload: the virtual TSC from the counter page and from emulated RDPMC.
+    Payload {
+        name: "rdpmc",
+        elf: include_bytes!(env!("BAREMARK_PAYLOAD_RDPMC_ELF")),
+    },
+];
 
 /// The built-in payload called `name`.
 pub fn builtin(name: &str) -> Option<&'static Payload> {

@@ -224,6 +224,12 @@ pub fn record_lines(r: &Record) -> Option<String> {
                     .collect();
                 let _ = write!(line, " | cr2 {cr2} ({})", flags.join(", "));
             }
+            if let Some(task) = r.str("task") {
+                let _ = write!(line, " | task {task}");
+            }
+            if let Some(detail) = r.str("detail") {
+                let _ = write!(line, " | {detail}");
+            }
             line
         }
         "panic" => format!(
@@ -255,6 +261,66 @@ pub fn record_lines(r: &Record) -> Option<String> {
                 n("unexpected")
             )
         }
+        "task_start" => format!(
+            "{}{} (#{}) | entry {} | {} segments, {} KiB",
+            label("task"),
+            s(r, "task"),
+            r.u64("task_index").unwrap_or(0),
+            s(r, "entry"),
+            r.u64("segments").unwrap_or(0),
+            r.u64("mapped_bytes").unwrap_or(0) >> 10
+        ),
+        "task_output" => format!(
+            "{}{}: {}",
+            label("output"),
+            s(r, "task"),
+            s(r, "text").trim_end()
+        ),
+        "task_exit" => {
+            let mut line = format!(
+                "{}{}: exit {} | {} syscalls, {} interrupts",
+                label("task"),
+                s(r, "task"),
+                r.get("code").as_i64().unwrap_or(0),
+                r.u64("syscalls").unwrap_or(0),
+                r.u64("interrupts").unwrap_or(0)
+            );
+            if let Some(v) = r.u64("virtual_tsc") {
+                let _ = write!(line, " | virtual tsc {v}");
+            }
+            line
+        }
+        "task_error" => format!(
+            "{}{}: not run: {}",
+            label("TASK"),
+            s(r, "task"),
+            s(r, "message")
+        ),
+        "report" => match r.get("values").as_object() {
+            Some(values) => {
+                let pairs: Vec<String> = values
+                    .iter()
+                    .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or("?")))
+                    .collect();
+                format!("{}{}: {}", label("report"), s(r, "task"), pairs.join(" "))
+            }
+            None => format!(
+                "{}{}: {}",
+                label("report"),
+                s(r, "task"),
+                s(r, "text").trim_end()
+            ),
+        },
+        "schedule" => format!(
+            "{}{} | {} tasks | quantum {} us ({} TSC ticks) | switch cost {} TSC ticks",
+            label("sched"),
+            s(r, "policy"),
+            r.u64("tasks").unwrap_or(0),
+            r.u64("quantum_us").unwrap_or(0),
+            r.u64("quantum_tsc").unwrap_or(0),
+            r.u64("switch_tsc_min")
+                .map_or("unmeasured".to_string(), |t| t.to_string())
+        ),
         other => format!("{}{}", label(other), r.value),
     };
     if let Some(v) = r.version().filter(|&v| v != SCHEMA_VERSION) {

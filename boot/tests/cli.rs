@@ -340,3 +340,53 @@ fn events_list_shows_supported_and_unsupported_events() {
     );
     assert!(stdout.contains("not supported on this PMU:"));
 }
+
+#[test]
+fn run_takes_builtin_and_file_payloads() {
+    let dir = tempfile::tempdir().unwrap();
+    let garbage = dir.path().join("garbage.elf");
+    std::fs::write(&garbage, b"not an ELF").unwrap();
+    let out = baremark()
+        .args([
+            "run",
+            "--accel",
+            "tcg",
+            "--timeout",
+            "60",
+            "--no-timer-checks",
+            "--builtin",
+            "hello",
+            "--payload",
+        ])
+        .arg(&garbage)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "exit {:?}\n{stdout}", out.status);
+    for line in [
+        "task     hello (#0) | entry 0x",
+        "output   hello: hello from ring 3",
+        "report   hello: rdtsc_delta=",
+        "task     hello: exit 0 | 3 syscalls, 0 interrupts | virtual tsc ",
+        "TASK     garbage: not run: payload is not an ELF file",
+    ] {
+        assert!(
+            stdout.lines().any(|l| l.starts_with(line)),
+            "no line starting `{line}` in:\n{stdout}"
+        );
+    }
+}
+
+#[test]
+fn run_refuses_an_unknown_builtin_payload() {
+    let out = baremark()
+        .args(["run", "--accel", "tcg", "--builtin", "no-such-payload"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("no built-in payload `no-such-payload` (there are: hello, loop1000"),
+        "{stderr}"
+    );
+}

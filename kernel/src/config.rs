@@ -77,7 +77,13 @@ pub struct RunConfig {
     pub timer_checks: bool,
     /// Run the PMU selftest after the boot report.
     pub selftest: bool,
+    /// Run the payloads concurrently, round-robin, preempted by the APIC timer every this many
+    /// microseconds; 0: one after the other, never preempted.
+    pub quantum_us: u32,
 }
+
+/// The largest `quantum_us` (one second).
+pub const QUANTUM_US_MAX: u32 = 1_000_000;
 
 impl Default for RunConfig {
     fn default() -> Self {
@@ -87,6 +93,7 @@ impl Default for RunConfig {
             test: TestAction::None,
             timer_checks: true,
             selftest: false,
+            quantum_us: 0,
         }
     }
 }
@@ -205,7 +212,7 @@ pub fn parse<'a>(text: &'a str, report: &mut dyn FnMut(ConfigError<'a>)) -> RunC
         source: ConfigSource::Ramdisk,
         ..RunConfig::default()
     };
-    let mut seen = [false; 4];
+    let mut seen = [false; 5];
     for (index, raw) in text.lines().enumerate() {
         let line = index + 1;
         let content = raw.split('#').next().unwrap_or("").trim();
@@ -222,6 +229,7 @@ pub fn parse<'a>(text: &'a str, report: &mut dyn FnMut(ConfigError<'a>)) -> RunC
             "test" => 1,
             "timer_checks" => 2,
             "selftest" => 3,
+            "quantum_us" => 4,
             _ => {
                 report(ConfigError::UnknownKey { line, key });
                 continue;
@@ -248,6 +256,10 @@ pub fn parse<'a>(text: &'a str, report: &mut dyn FnMut(ConfigError<'a>)) -> RunC
                 None => report(bad(
                     "one of none, page-fault, panic, invalid-opcode, stack-overflow, hang, ring3",
                 )),
+            },
+            4 => match value.parse::<u32>() {
+                Ok(us) if us <= QUANTUM_US_MAX => config.quantum_us = us,
+                _ => report(bad("microseconds, 0 (off) to 1000000")),
             },
             _ => match value {
                 "on" | "true" | "yes" | "off" | "false" | "no" => {
@@ -290,6 +302,18 @@ mod tests {
         assert_eq!(c.test, TestAction::PageFault);
         assert!(!c.timer_checks);
         assert_eq!(c.source, ConfigSource::Ramdisk);
+    }
+
+    #[test]
+    fn quantum_us_is_a_bounded_integer() {
+        let (c, errors) = parse_collect("quantum_us = 250\n");
+        assert!(errors.is_empty(), "{errors:?}");
+        assert_eq!(c.quantum_us, 250);
+        for bad in ["-1", "1000001", "1ms", ""] {
+            let (c, errors) = parse_collect(&std::format!("quantum_us = {bad}\n"));
+            assert_eq!(c.quantum_us, 0, "{bad}");
+            assert_eq!(errors.len(), 1, "{bad}: {errors:?}");
+        }
     }
 
     #[test]

@@ -15,7 +15,7 @@
 //! | `pmu_info`    | what CPUID says about performance counters                    | yes         |
 //! | `exceptions`  | exception vector names                                        | yes         |
 //! | `selftest`    | the PMU selftest plan and records                             | yes         |
-//! | `task`        | ring-3 tasks: payload ELF load plans, virtual counters, the user counter page (in progress) | yes |
+//! | `task`        | ring-3 tasks: payload ELF load plans, virtual counters, the user counter page, the syscall ABI; running payloads (bare metal) | yes (except the runners) |
 //! | `counters`    | the machine's PMU: hardware `Msr`, discovery at boot, PMI      | no          |
 //! | `selftest_live` | running the PMU selftest checks                             | no          |
 //! | `console`     | serial output of records and text                             | no          |

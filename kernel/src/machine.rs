@@ -91,6 +91,35 @@ pub fn run(boot_info: &'static mut BootInfo) -> ! {
             fatal::end(Status::Fail, Some(reason.as_str()));
         }
     }
+    let tsc_hz = tsc.chosen.map(|f| f.hz);
+    let quantum = match (config.quantum_us, apic.timer_hz, tsc_hz) {
+        (0, _, _) => None,
+        (us, Some(timer_hz), Some(tsc_hz)) => Some(crate::task::run::Quantum {
+            us,
+            timer_hz,
+            tsc_hz,
+        }),
+        _ => {
+            record("error", |r| {
+                r.str("source", "tasks").str(
+                    "message",
+                    "quantum_us ignored: the APIC timer or the TSC frequency is unknown; \
+                     payloads run one after the other",
+                )
+            });
+            None
+        }
+    };
+    let payloads = crate::task::run::run_payloads(facts.ramdisk, tsc_hz, quantum);
+    if payloads.payloads > 0 {
+        say!(
+            "tasks  {} payloads: {} exited, {} faulted, {} not loadable",
+            payloads.payloads,
+            payloads.exited,
+            payloads.faulted,
+            payloads.rejected
+        );
+    }
     say!("baremark: boot report complete");
     fatal::end(Status::Ok, None)
 }
@@ -155,6 +184,8 @@ fn report_boot(facts: &BootFacts, config: &RunConfig, members: usize, tsc_at_ent
                 )
                 .str("test", config.test.name())
                 .bool("timer_checks", config.timer_checks)
+                .bool("selftest", config.selftest)
+                .u64("quantum_us", u64::from(config.quantum_us))
             })
             .opt_str("framebuffer", facts.framebuffer.map(|_| "present"))
             .opt_u64("rsdp", facts.rsdp)

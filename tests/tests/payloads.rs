@@ -33,3 +33,39 @@ fn every_builtin_payload_is_accepted_by_the_kernels_loader() {
         );
     }
 }
+
+/// The SDK's copy of the counter page layout (payloads/sdk/src/lib.rs, `page`) agrees with the
+/// kernel's (kernel/src/task/user_page.rs), and so does the RDPMC pseudo-index.
+#[test]
+fn the_sdk_reads_the_kernels_counter_page_layout() {
+    use baremark_kernel::task::abi::VIRTUAL_TSC_INDEX;
+    use baremark_kernel::task::user_page::{MAGIC, PageSlot, UserPage, VERSION};
+    use baremark_kernel::task::vcounter::MAX_SLOTS;
+    use baremark_sdk::page as sdk;
+    use std::mem::{offset_of, size_of};
+
+    assert_eq!(sdk::MAGIC, MAGIC);
+    assert_eq!(sdk::VERSION, VERSION);
+    assert_eq!(sdk::MAGIC_OFFSET, offset_of!(UserPage, magic));
+    assert_eq!(sdk::VERSION_OFFSET, offset_of!(UserPage, version));
+    assert_eq!(sdk::SEQ_OFFSET, offset_of!(UserPage, seq));
+    assert_eq!(sdk::GENERATION_OFFSET, offset_of!(UserPage, generation));
+    assert_eq!(sdk::NR_SLOTS_OFFSET, offset_of!(UserPage, nr_slots));
+    assert_eq!(sdk::SIZE_OFFSET, offset_of!(UserPage, size));
+    assert_eq!(sdk::TSC_OFFSET, offset_of!(UserPage, tsc));
+    assert_eq!(sdk::SLOTS_OFFSET, offset_of!(UserPage, slots));
+    assert_eq!(sdk::MAX_SLOTS, MAX_SLOTS);
+    assert_eq!(sdk::SIZE, size_of::<UserPage>());
+    assert_eq!(sdk::SLOT_SIZE, size_of::<PageSlot>());
+    assert_eq!(sdk::SLOT_INDEX_OFFSET, offset_of!(PageSlot, index));
+    assert_eq!(sdk::SLOT_WIDTH_OFFSET, offset_of!(PageSlot, width));
+    assert_eq!(sdk::SLOT_BASE_OFFSET, offset_of!(PageSlot, base));
+    assert_eq!(sdk::SLOT_START_OFFSET, offset_of!(PageSlot, start));
+    assert_eq!(sdk::VIRTUAL_TSC_INDEX, VIRTUAL_TSC_INDEX);
+    for (prev, now, w) in [(10u64, 15u64, 64u8), ((1 << 48) - 2, 3, 48), (5, 4, 32)] {
+        assert_eq!(
+            sdk::widen(prev, now, u32::from(w)),
+            baremark_kernel::task::vcounter::widen(prev, now, w)
+        );
+    }
+}

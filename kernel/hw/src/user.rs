@@ -644,6 +644,28 @@ impl AddressSpace {
         Ok(())
     }
 
+    /// Checks that `[vaddr, vaddr + len)` is mapped user memory the task itself may write
+    /// (writable at every paging level): where a syscall may store a result. The task's code,
+    /// read-only data and counter page are mapped but not writable by it.
+    pub fn check_writable(&self, vaddr: u64, len: u64) -> Result<(), AccessError> {
+        let end = vaddr
+            .checked_add(len)
+            .filter(|&e| e <= USER_END)
+            .ok_or(AccessError {
+                addr: vaddr.max(USER_END),
+            })?;
+        let mut page = vaddr & !(PAGE_SIZE - 1);
+        while page < end {
+            if !self.walk_flags(page).is_some_and(|(_, writable)| writable) {
+                return Err(AccessError {
+                    addr: page.max(vaddr),
+                });
+            }
+            page += PAGE_SIZE;
+        }
+        Ok(())
+    }
+
     /// Copies `bytes` to `vaddr` (loading a payload: read-only and executable pages too), through
     /// the kernel's mapping of physical memory. Nothing is written unless the whole range is
     /// mapped user memory.
@@ -712,7 +734,13 @@ impl AddressSpace {
     /// The frame behind the user page containing `vaddr`, if it is mapped user memory (present
     /// and user-accessible at every level; the user half never has huge pages).
     fn walk(&self, vaddr: u64) -> Option<u64> {
+        self.walk_flags(vaddr).map(|(frame, _)| frame)
+    }
+
+    /// As [`AddressSpace::walk`], and whether the page is writable at every level.
+    fn walk_flags(&self, vaddr: u64) -> Option<(u64, bool)> {
         const PRESENT: u64 = 1;
+        const WRITABLE: u64 = 1 << 1;
         const USER: u64 = 1 << 2;
         const HUGE: u64 = 1 << 7;
         const ADDR: u64 = 0x000f_ffff_ffff_f000;
@@ -720,6 +748,7 @@ impl AddressSpace {
             return None;
         }
         let mut table = self.l4;
+        let mut writable = true;
         for (level, shift) in [(4, 39), (3, 30), (2, 21), (1, 12)] {
             let index = (vaddr >> shift) & 0x1ff;
             let entry_virt = paging::phys_to_virt(table + index * 8)?;
@@ -730,9 +759,10 @@ impl AddressSpace {
             if entry & PRESENT == 0 || entry & USER == 0 || (level > 1 && entry & HUGE != 0) {
                 return None;
             }
+            writable &= entry & WRITABLE != 0;
             table = entry & ADDR;
         }
-        Some(table)
+        Some((table, writable))
     }
 }
 

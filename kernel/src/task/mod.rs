@@ -4,10 +4,20 @@
 //! - `elf`: validates a payload ELF and plans its pages (every rejection is a clear error);
 //! - `vcounter`: per-task 64-bit virtual counters (the perfctr model), exact at any width;
 //! - `user_page`: the read-only page a task reads its counters from without a system call;
+//! - `abi`: syscall numbers, error codes, fixed user addresses, the pure parts of the syscalls;
+//! - `ring3` (bare metal only): what the runners share (`write`, user-mode `fault` records,
+//!   interrupts taken in ring 3);
+//! - `run` (bare metal only): runs the ramdisk's payload ELFs as ring-3 tasks with a virtual
+//!   TSC, the counter page and RDPMC emulation;
 //! - `smoke` (bare metal only): the ring-3 smoke test (`test = ring3`), raw machine-code
 //!   payloads run with `baremark_hw::user::run`.
 
+pub mod abi;
 pub mod elf;
+#[cfg(target_os = "none")]
+pub mod ring3;
+#[cfg(target_os = "none")]
+pub mod run;
 #[cfg(target_os = "none")]
 pub mod smoke;
 pub mod user_page;

@@ -6,35 +6,19 @@
 //! the very end of the lower half). The boot then goes on to its normal `end` record: a task's
 //! fault is not a kernel failure.
 //!
-//! The syscall dispatcher here implements `exit` and `write` of docs/syscall-abi.md, and
-//! answers `ENOSYS` for every other number; the task module replaces it.
+//! The syscall dispatcher here implements only `exit` and `write` of docs/syscall-abi.md (with
+//! `task::ring3`, shared with the payload runner `task::run`, which implements the rest), and
+//! answers `ENOSYS` for every other number.
 
 use baremark_hw::apic::{self, TimerMode};
 use baremark_hw::cpu as hwcpu;
-use baremark_hw::gdt::{USER_CODE_SELECTOR, USER_DATA_SELECTOR};
-use baremark_hw::trap::TrapFrame;
-use baremark_hw::user::{self, AddressSpace, ContextError, Exit, UserContext};
+use baremark_hw::user::{self, AddressSpace, Exit, UserContext};
 
+use super::abi::{ENOSYS, nr};
+use super::ring3::{self, Task, report_fault, sys_write};
 use crate::console::record;
-use crate::exceptions;
 use crate::say;
 use crate::traps;
-
-/// `exit(code)`.
-pub const SYS_EXIT: u64 = 0;
-/// `write(ptr, len)`.
-pub const SYS_WRITE: u64 = 1;
-/// A bad argument.
-pub const EINVAL: i64 = -1;
-/// A pointer or length outside the task's user memory.
-pub const EFAULT: i64 = -2;
-/// No such syscall.
-pub const ENOSYS: i64 = -3;
-/// Longest `write`, in bytes.
-pub const WRITE_MAX: usize = 4096;
-/// Text bytes per `task_output` record (escaping can grow text up to six times; a record line
-/// is at most 4096 bytes).
-const OUTPUT_CHUNK: usize = 512;
 
 /// Where payload code is loaded (unless a payload says otherwise).
 const CODE_BASE: u64 = 0x40_0000;
@@ -206,13 +190,6 @@ const PAYLOADS: [Payload; 19] = [
     ),
 ];
 
-/// The identity of a running payload, for its records.
-#[derive(Clone, Copy)]
-struct Task {
-    name: &'static str,
-    index: u64,
-}
-
 /// Runs every payload in order. Each ends with a `task_exit` or a `fault` record (or an `error`
 /// record if it could not be set up); the integration test (tests/tests/ring3.rs) checks them.
 pub fn run() {
@@ -304,7 +281,7 @@ fn supervise(
             Exit::Syscall => {
                 syscalls += 1;
                 match ctx.rax {
-                    SYS_EXIT => {
+                    nr::EXIT => {
                         let code = ctx.rdi as i64;
                         let entries = user::entry_counts();
                         record("task_exit", |r| {
@@ -321,24 +298,15 @@ fn supervise(
                         say!("task   {}: exit {code}", task.name);
                         return Ok(());
                     }
-                    SYS_WRITE => ctx.rax = sys_write(task, space, ctx.rdi, ctx.rsi) as u64,
+                    nr::WRITE => ctx.rax = sys_write(task, space, ctx.rdi, ctx.rsi) as u64,
                     _ => ctx.rax = ENOSYS as u64,
                 }
             }
-            Exit::Trap { vector, .. } if vector == 2 || vector >= 32 => {
+            Exit::Trap { vector, .. } if ring3::is_interrupt(vector) => {
                 // An interrupt (or NMI) in ring 3: the kernel's handler counts and acknowledges
                 // it, as in kernel mode; then the task goes on.
                 interrupts += 1;
-                let mut frame = TrapFrame {
-                    vector: u64::from(vector),
-                    rip: ctx.rip,
-                    cs: u64::from(USER_CODE_SELECTOR),
-                    rflags: ctx.rflags,
-                    rsp: ctx.rsp,
-                    ss: u64::from(USER_DATA_SELECTOR),
-                    ..TrapFrame::default()
-                };
-                traps::handle(&mut frame);
+                ring3::forward_interrupt(ctx, vector);
                 if payload.timer && vector == traps::TIMER_VECTOR {
                     ctx.rip += 2;
                 }
@@ -352,109 +320,18 @@ fn supervise(
                 return Ok(());
             }
             Exit::InvalidContext(e) => {
-                let detail = match e {
-                    ContextError::NonCanonicalRip => {
-                        "rip is not a canonical user address: the task cannot be resumed"
-                    }
-                    ContextError::NonCanonicalRsp => {
-                        "rsp is not a canonical user address: the task cannot be resumed"
-                    }
-                };
                 // What the CPU would raise if the task went on: #GP(0).
-                report_fault(task, ctx, 13, 0, None, Some(detail));
+                report_fault(
+                    task,
+                    ctx,
+                    13,
+                    0,
+                    None,
+                    Some(ring3::invalid_context_detail(e)),
+                );
                 return Ok(());
             }
         }
     }
     Err("stopped after too many kernel entries")
-}
-
-/// `write(ptr, len)`: the text goes out as `task_output` records. Checks, in order: the range
-/// must lie in the lower half without wrapping (else `EFAULT`), `len` at most [`WRITE_MAX`]
-/// (else `EINVAL`), every byte mapped user memory (else `EFAULT`), the bytes UTF-8 (else
-/// `EINVAL`).
-fn sys_write(task: Task, space: &AddressSpace, ptr: u64, len: u64) -> i64 {
-    if ptr.checked_add(len).is_none_or(|end| end > user::USER_END) {
-        return EFAULT;
-    }
-    let Some(len) = usize::try_from(len).ok().filter(|&l| l <= WRITE_MAX) else {
-        return EINVAL;
-    };
-    let mut buf = [0u8; WRITE_MAX];
-    let buf = &mut buf[..len];
-    if space.read(ptr, buf).is_err() {
-        return EFAULT;
-    }
-    let Ok(text) = core::str::from_utf8(buf) else {
-        return EINVAL;
-    };
-    let mut rest = text;
-    let mut part = 0u64;
-    loop {
-        let mut cut = rest.len().min(OUTPUT_CHUNK);
-        while !rest.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        let (chunk, tail) = rest.split_at(cut);
-        record("task_output", |r| {
-            r.str("task", task.name)
-                .u64("task_index", task.index)
-                .u64("part", part)
-                .str("text", chunk)
-        });
-        say!("task   {}: {}", task.name, chunk.trim_end());
-        rest = tail;
-        part += 1;
-        if rest.is_empty() {
-            break;
-        }
-    }
-    len as i64
-}
-
-/// A `fault` record for a task: the fields of a kernel fault (docs/records.md), `mode: "user"`,
-/// and the task. `detail` is set when the kernel, not the CPU, raised it.
-fn report_fault(
-    task: Task,
-    ctx: &UserContext,
-    vector: u8,
-    error_code: u64,
-    cr2: Option<u64>,
-    detail: Option<&str>,
-) {
-    let (mnemonic, name) = exceptions::describe(u64::from(vector)).unwrap_or(("?", "unknown"));
-    let state = crate::fatal::FaultState {
-        mode: "user",
-        vector: u64::from(vector),
-        error_code,
-        rip: ctx.rip,
-        cs: u64::from(USER_CODE_SELECTOR),
-        rflags: ctx.rflags,
-        rsp: ctx.rsp,
-        ss: u64::from(USER_DATA_SELECTOR),
-        cr2,
-        gprs: [
-            ctx.rax, ctx.rbx, ctx.rcx, ctx.rdx, ctx.rsi, ctx.rdi, ctx.rbp, ctx.r8, ctx.r9, ctx.r10,
-            ctx.r11, ctx.r12, ctx.r13, ctx.r14, ctx.r15,
-        ],
-    };
-    record("fault", |r| {
-        crate::fatal::fault_fields(
-            r.str("task", task.name).u64("task_index", task.index),
-            &state,
-        )
-        .opt_str("detail", detail)
-    });
-    match cr2 {
-        Some(cr2) => say!(
-            "task   {}: user-mode {mnemonic} {name} at rip {:#x}, cr2 {cr2:#x}",
-            task.name,
-            ctx.rip
-        ),
-        None => say!(
-            "task   {}: user-mode {mnemonic} {name} at rip {:#x}",
-            task.name,
-            ctx.rip
-        ),
-    }
 }

@@ -230,6 +230,30 @@ impl UserPage {
         }
     }
 
+    /// The page's bytes as ring 3 sees them (the layout above, little-endian): what the kernel
+    /// copies into the task's page.
+    pub fn to_bytes(&self) -> [u8; size_of::<UserPage>()] {
+        fn slot(out: &mut [u8], s: &PageSlot) {
+            out[0..4].copy_from_slice(&s.index.to_le_bytes());
+            out[4..8].copy_from_slice(&s.width.to_le_bytes());
+            out[8..16].copy_from_slice(&s.base.to_le_bytes());
+            out[16..24].copy_from_slice(&s.start.to_le_bytes());
+            out[24..32].copy_from_slice(&s.reserved.to_le_bytes());
+        }
+        let mut out = [0u8; size_of::<UserPage>()];
+        out[0..4].copy_from_slice(&self.magic.to_le_bytes());
+        out[4..8].copy_from_slice(&self.version.to_le_bytes());
+        out[8..16].copy_from_slice(&self.seq.to_le_bytes());
+        out[16..24].copy_from_slice(&self.generation.to_le_bytes());
+        out[24..28].copy_from_slice(&self.nr_slots.to_le_bytes());
+        out[28..32].copy_from_slice(&self.size.to_le_bytes());
+        slot(&mut out[32..64], &self.tsc);
+        for (i, s) in self.slots.iter().enumerate() {
+            slot(&mut out[64 + 32 * i..96 + 32 * i], s);
+        }
+        out
+    }
+
     /// `begin_update`, `set`, `end_update`.
     pub fn publish(&mut self, vc: &VirtualCounters, rdpmc_index: impl Fn(Counter) -> Option<u32>) {
         self.begin_update();
@@ -413,6 +437,38 @@ mod tests {
         assert_eq!(page.size, 576);
         assert_eq!(read(&page, 0, |_| 0), None, "no slots yet");
         assert_eq!(read_tsc(&page, || 99), Some(0), "not running: the base");
+    }
+
+    #[test]
+    fn to_bytes_follows_the_layout() {
+        let mut page = UserPage::new();
+        page.seq = 0x0102_0304_0506_0708;
+        page.generation = 9;
+        page.nr_slots = 2;
+        page.tsc = PageSlot {
+            index: 1,
+            width: 64,
+            base: 0x1111,
+            start: 0x2222,
+            reserved: 0,
+        };
+        page.slots[15].base = 0x3333;
+        let b = page.to_bytes();
+        let u64_at = |o: usize| u64::from_le_bytes(b[o..o + 8].try_into().unwrap());
+        let u32_at = |o: usize| u32::from_le_bytes(b[o..o + 4].try_into().unwrap());
+        assert_eq!(u32_at(offset_of!(UserPage, magic)), MAGIC);
+        assert_eq!(u32_at(offset_of!(UserPage, version)), VERSION);
+        assert_eq!(u64_at(offset_of!(UserPage, seq)), page.seq);
+        assert_eq!(u64_at(offset_of!(UserPage, generation)), 9);
+        assert_eq!(u32_at(offset_of!(UserPage, nr_slots)), 2);
+        assert_eq!(u32_at(offset_of!(UserPage, size)), 576);
+        let tsc = offset_of!(UserPage, tsc);
+        assert_eq!(u32_at(tsc + offset_of!(PageSlot, index)), 1);
+        assert_eq!(u32_at(tsc + offset_of!(PageSlot, width)), 64);
+        assert_eq!(u64_at(tsc + offset_of!(PageSlot, base)), 0x1111);
+        assert_eq!(u64_at(tsc + offset_of!(PageSlot, start)), 0x2222);
+        let last = offset_of!(UserPage, slots) + 15 * size_of::<PageSlot>();
+        assert_eq!(u64_at(last + offset_of!(PageSlot, base)), 0x3333);
     }
 
     #[test]

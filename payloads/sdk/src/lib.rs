@@ -13,6 +13,11 @@
 //! A payload is a static ELF64 executable for `x86_64-unknown-none`, linked at 0x400000 without
 //! PIE (see `payloads/hello/build.rs`). The syscall ABI is in docs/syscall-abi.md.
 //!
+//! The task's virtual TSC (and, later, counters) can be read without a system call:
+//! `counters::read_tsc_fast()` and `counters::read_values(&mut [u64])` follow the seqlock protocol
+//! of the kernel's counter page (layout in [`page`]); `rdpmc(page::VIRTUAL_TSC_INDEX)` gives the
+//! same value through the kernel's RDPMC emulation, and `counters_read` through a syscall.
+//!
 //! On the host (`cargo test --workspace`) the syscall wrappers do not exist; only the pure parts
 //! (error codes, argument packing) build.
 #![no_std]
@@ -62,6 +67,53 @@ impl Error {
     }
 }
 
+/// The layout of the read-only counter page (the `user_page` syscall returns its address).
+///
+/// Copied from the kernel's `kernel/src/task/user_page.rs` (layout version 1), which is the
+/// reference; the SDK does not depend on the kernel crate. A host test
+/// (`tests/tests/payloads.rs`) checks that these constants agree with the kernel's structs.
+pub mod page {
+    /// `magic`: the bytes "BMVC".
+    pub const MAGIC: u32 = u32::from_le_bytes(*b"BMVC");
+    /// The layout version this SDK reads.
+    pub const VERSION: u32 = 1;
+    /// Offsets of the header fields.
+    pub const MAGIC_OFFSET: usize = 0;
+    pub const VERSION_OFFSET: usize = 4;
+    pub const SEQ_OFFSET: usize = 8;
+    pub const GENERATION_OFFSET: usize = 16;
+    pub const NR_SLOTS_OFFSET: usize = 24;
+    pub const SIZE_OFFSET: usize = 28;
+    /// The virtual TSC's slot.
+    pub const TSC_OFFSET: usize = 32;
+    /// Counter slot 0; slot `i` is at `SLOTS_OFFSET + i * SLOT_SIZE`.
+    pub const SLOTS_OFFSET: usize = 64;
+    /// Counter slots on the page.
+    pub const MAX_SLOTS: usize = 16;
+    /// The size of the page structure.
+    pub const SIZE: usize = 576;
+    /// One slot: size and field offsets.
+    pub const SLOT_SIZE: usize = 32;
+    pub const SLOT_INDEX_OFFSET: usize = 0;
+    pub const SLOT_WIDTH_OFFSET: usize = 4;
+    pub const SLOT_BASE_OFFSET: usize = 8;
+    pub const SLOT_START_OFFSET: usize = 16;
+
+    /// The RDPMC index (ECX) the kernel's emulation answers with the task's virtual TSC
+    /// (docs/syscall-abi.md).
+    pub const VIRTUAL_TSC_INDEX: u32 = 0x1000_0000;
+
+    /// The events between two raw readings of a `width`-bit counter (the kernel's
+    /// `task::vcounter::widen`).
+    pub fn widen(prev: u64, now: u64, width: u32) -> u64 {
+        if width == 0 {
+            return 0;
+        }
+        let shift = 64 - width.min(64);
+        (now << shift).wrapping_sub(prev << shift) >> shift
+    }
+}
+
 #[cfg(target_os = "none")]
 mod sys;
 #[cfg(target_os = "none")]
@@ -78,5 +130,12 @@ mod tests {
         assert_eq!(Error::check(-2), Err(Error::Fault));
         assert_eq!(Error::check(-3), Err(Error::NoSys));
         assert_eq!(Error::check(-99), Err(Error::Other(-99)));
+    }
+
+    #[test]
+    fn widen_wraps_at_the_width() {
+        assert_eq!(page::widen(10, 15, 64), 5);
+        assert_eq!(page::widen((1 << 48) - 2, 3, 48), 5);
+        assert_eq!(page::widen(1, 2, 0), 0);
     }
 }

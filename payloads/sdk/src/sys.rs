@@ -79,6 +79,165 @@ pub fn rdpmc(index: u32) -> u64 {
     (u64::from(hi) << 32) | u64::from(lo)
 }
 
+/// `time`: the real TSC and its frequency in Hz (0 when the kernel does not know it).
+pub fn time() -> Result<(u64, u64), Error> {
+    let mut buf = [0u64; 2];
+    Error::check(syscall3(nr::TIME, buf.as_mut_ptr() as u64, 0, 0))?;
+    Ok((buf[0], buf[1]))
+}
+
+/// What `counters_read` returns besides the values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CountersRead {
+    /// The counter configuration's generation.
+    pub generation: u64,
+    /// The task's virtual TSC.
+    pub tsc: u64,
+    /// How many counter values there are (copied into the caller's slice).
+    pub n: usize,
+}
+
+/// `counters_read`: the virtual TSC and up to 16 counter values (into `values`; `NoSpace` if
+/// it is shorter than the number of counters).
+pub fn counters_read(values: &mut [u64]) -> Result<CountersRead, Error> {
+    let mut buf = [0u64; 3 + crate::page::MAX_SLOTS];
+    let n = Error::check(syscall3(
+        nr::COUNTERS_READ,
+        buf.as_mut_ptr() as u64,
+        core::mem::size_of_val(&buf) as u64,
+        0,
+    ))? as usize;
+    let out = values.get_mut(..n).ok_or(Error::NoSpace)?;
+    out.copy_from_slice(buf.get(3..3 + n).ok_or(Error::Invalid)?);
+    Ok(CountersRead {
+        generation: buf[0],
+        tsc: buf[1],
+        n,
+    })
+}
+
+/// `counters_configure`: the events (encodings as `baremark events encode` prints them) the
+/// task's virtual counters count; returns the new generation.
+pub fn counters_configure(events: &[u64]) -> Result<u64, Error> {
+    Error::check(syscall3(
+        nr::COUNTERS_CONFIGURE,
+        events.as_ptr() as u64,
+        events.len() as u64,
+        0,
+    ))
+}
+
+/// Raw syscall without arguments.
+#[inline(always)]
+pub fn syscall0(number: u64) -> i64 {
+    syscall3(number, 0, 0, 0)
+}
+
+/// The task's virtual counters, read from the counter page without a system call
+/// (docs/syscall-abi.md, "Reads without a system call").
+pub mod counters {
+    use core::sync::atomic::{AtomicU64, Ordering, compiler_fence};
+
+    use super::{rdpmc, rdtsc, syscall0};
+    use crate::page::*;
+    use crate::{Error, nr};
+
+    /// The page's address once checked; 0 before.
+    static PAGE: AtomicU64 = AtomicU64::new(0);
+
+    fn load_u32(base: u64, offset: usize) -> u32 {
+        // SAFETY: `base` is the counter page the kernel mapped read-only into this task for its
+        // whole life (checked by `page`), and `offset` is a field of its layout (< SIZE),
+        // naturally aligned. Volatile: the kernel changes it between our loads.
+        unsafe { core::ptr::read_volatile((base + offset as u64) as *const u32) }
+    }
+
+    fn load_u64(base: u64, offset: usize) -> u64 {
+        // SAFETY: as in `load_u32`.
+        unsafe { core::ptr::read_volatile((base + offset as u64) as *const u64) }
+    }
+
+    /// The counter page's address (asks the kernel once), or `None` if there is none or its
+    /// header is not a layout this SDK reads.
+    #[inline]
+    pub fn page() -> Option<u64> {
+        let cached = PAGE.load(Ordering::Relaxed);
+        if cached != 0 {
+            return Some(cached);
+        }
+        let addr = Error::check(syscall0(nr::USER_PAGE)).ok()?;
+        if addr == 0
+            || load_u32(addr, MAGIC_OFFSET) != MAGIC
+            || load_u32(addr, VERSION_OFFSET) != VERSION
+        {
+            return None;
+        }
+        PAGE.store(addr, Ordering::Relaxed);
+        Some(addr)
+    }
+
+    /// One slot's value: `base`, plus the events since the kernel's last update when the slot
+    /// is live (`index != 0`).
+    #[inline(always)]
+    fn slot_value(base_addr: u64, slot: usize, tsc: bool) -> u64 {
+        let index = load_u32(base_addr, slot + SLOT_INDEX_OFFSET);
+        let base = load_u64(base_addr, slot + SLOT_BASE_OFFSET);
+        if index == 0 {
+            return base;
+        }
+        let width = load_u32(base_addr, slot + SLOT_WIDTH_OFFSET);
+        let start = load_u64(base_addr, slot + SLOT_START_OFFSET);
+        let raw = if tsc { rdtsc() } else { rdpmc(index - 1) };
+        base.wrapping_add(widen(start, raw, width))
+    }
+
+    /// The task's virtual TSC (TSC ticks while it ran in ring 3), from the counter page and
+    /// RDTSC: no system call once [`page`] has been called. `None` without a page.
+    #[inline(always)]
+    pub fn read_tsc_fast() -> Option<u64> {
+        let base = page()?;
+        loop {
+            let seq = load_u64(base, SEQ_OFFSET);
+            if seq & 1 != 0 {
+                core::hint::spin_loop();
+                continue;
+            }
+            compiler_fence(Ordering::SeqCst);
+            let value = slot_value(base, TSC_OFFSET, true);
+            compiler_fence(Ordering::SeqCst);
+            if load_u64(base, SEQ_OFFSET) == seq {
+                return Some(value);
+            }
+        }
+    }
+
+    /// Reads every configured counter into `out` (slot order) in one consistent snapshot and
+    /// returns how many there are. `Err(NoSpace)` if `out` is shorter than that, `Err(NoEnt)`
+    /// without a page.
+    pub fn read_values(out: &mut [u64]) -> Result<usize, Error> {
+        let base = page().ok_or(Error::NoEnt)?;
+        loop {
+            let seq = load_u64(base, SEQ_OFFSET);
+            if seq & 1 != 0 {
+                core::hint::spin_loop();
+                continue;
+            }
+            compiler_fence(Ordering::SeqCst);
+            let n = (load_u32(base, NR_SLOTS_OFFSET) as usize).min(MAX_SLOTS);
+            if out.len() < n {
+                return Err(Error::NoSpace);
+            }
+            for (i, v) in out.iter_mut().take(n).enumerate() {
+                *v = slot_value(base, SLOTS_OFFSET + i * SLOT_SIZE, false);
+            }
+            compiler_fence(Ordering::SeqCst);
+            if load_u64(base, SEQ_OFFSET) == seq {
+                return Ok(n);
+            }
+        }
+    }
+}
+
 /// Formats into a fixed buffer, so payloads need no allocator.
 pub struct Buf<const N: usize> {
     bytes: [u8; N],

@@ -1,0 +1,184 @@
+//! The syscall ABI's numbers, codes and fixed addresses (docs/syscall-abi.md), and the pure
+//! parts of the syscalls: payload member names, `report` text, the `counters_read` and `time`
+//! buffers. Host-tested; the bare-metal dispatcher is in [`super::run`].
+
+use alloc::vec::Vec;
+
+use super::vcounter::Values;
+
+/// Syscall numbers.
+pub mod nr {
+    pub const EXIT: u64 = 0;
+    pub const WRITE: u64 = 1;
+    pub const COUNTERS_CONFIGURE: u64 = 2;
+    pub const COUNTERS_START: u64 = 3;
+    pub const COUNTERS_STOP: u64 = 4;
+    pub const COUNTERS_RESET: u64 = 5;
+    pub const COUNTERS_READ: u64 = 6;
+    pub const YIELD: u64 = 7;
+    pub const SPAWN: u64 = 8;
+    pub const WAIT: u64 = 9;
+    pub const REPORT: u64 = 10;
+    pub const TIME: u64 = 11;
+    pub const USER_PAGE: u64 = 12;
+}
+
+/// A bad argument.
+pub const EINVAL: i64 = -1;
+/// A pointer or length outside the task's (writable, for results) user memory.
+pub const EFAULT: i64 = -2;
+/// No such syscall.
+pub const ENOSYS: i64 = -3;
+/// No such payload / child.
+pub const ENOENT: i64 = -4;
+/// Not possible now.
+pub const EBUSY: i64 = -5;
+/// A buffer is too small.
+pub const ENOSPC: i64 = -6;
+
+/// Longest `write`, in bytes.
+pub const WRITE_MAX: usize = 4096;
+/// Longest `report`, in bytes (its record must fit a 4096-byte line even with escaping).
+pub const REPORT_MAX: usize = 1024;
+
+/// Where every task's read-only counter page is mapped (the `user_page` syscall returns it).
+/// Above [`super::elf::Limits::DEFAULT_USER_END`], so no payload segment can collide with it.
+pub const USER_PAGE_ADDR: u64 = 0x7fff_c000_0000;
+/// The top of every task's stack (the stack grows down from here; the page below it is the
+/// unmapped guard page). Also above the payload range.
+pub const STACK_TOP: u64 = 0x7fff_8000_0000;
+/// Stack pages of a task (64 KiB).
+pub const STACK_PAGES: u64 = 16;
+
+// The stack (with its guard page) and the counter page lie above every payload segment
+// (`elf::Limits::DEFAULT_USER_END`) and inside the lower half.
+const _: () = assert!(
+    STACK_TOP - (STACK_PAGES + 1) * 4096 >= super::elf::Limits::DEFAULT_USER_END
+        && USER_PAGE_ADDR >= STACK_TOP
+        && USER_PAGE_ADDR.is_multiple_of(4096)
+        && USER_PAGE_ADDR + 4096 <= super::elf::LOWER_HALF_END
+);
+
+/// The RDPMC index (ECX) the kernel's RDPMC emulation answers with the task's virtual TSC.
+/// No CPU counter has it (Intel: GP n, fixed `1 << 30 | n`, PERF_METRICS `1 << 29`, bit 31
+/// "fast read" on old CPUs; AMD: small indices), so RDPMC with it raises #GP even where ring 3
+/// may use RDPMC, and the kernel always gets to emulate it.
+pub const VIRTUAL_TSC_INDEX: u32 = 0x1000_0000;
+
+/// The ramdisk folder payloads are packed in (`payloads/<name>.elf`).
+pub const PAYLOAD_DIR: &str = "payloads";
+
+/// The payload name of a ramdisk member (`prefix`/`name` as the ustar header splits the path),
+/// if it is `payloads/<name>.elf` with a non-empty name without `/`.
+pub fn payload_name<'a>(prefix: &str, name: &'a str) -> Option<&'a str> {
+    let file = if prefix.is_empty() {
+        name.strip_prefix(PAYLOAD_DIR)?.strip_prefix('/')?
+    } else if prefix == PAYLOAD_DIR {
+        name
+    } else {
+        return None;
+    };
+    let stem = file.strip_suffix(".elf")?;
+    (!stem.is_empty() && !stem.contains('/')).then_some(stem)
+}
+
+/// A `report` text as `key=value` pairs, if it is well-formed: at least one pair; every line
+/// (a trailing `\r` ignored) blank or `key=value`; keys (trimmed) of 1-64 ASCII letters, digits,
+/// `_`, `-`, `.`, each once; values trimmed of surrounding whitespace.
+pub fn parse_report(text: &str) -> Option<Vec<(&str, &str)>> {
+    let mut pairs: Vec<(&str, &str)> = Vec::new();
+    for line in text.split('\n') {
+        let line = line.strip_suffix('\r').unwrap_or(line);
+        if line.trim().is_empty() {
+            continue;
+        }
+        let (key, value) = line.split_once('=')?;
+        let key = key.trim();
+        let key_ok = (1..=64).contains(&key.len())
+            && key
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"_-.".contains(&b));
+        if !key_ok || pairs.iter().any(|(k, _)| *k == key) {
+            return None;
+        }
+        pairs.push((key, value.trim()));
+    }
+    (!pairs.is_empty()).then_some(pairs)
+}
+
+/// The `counters_read` buffer: `{generation, tsc, n, values[n]}`, little-endian u64s. `Err` with
+/// [`ENOSPC`] if `len` bytes cannot hold it.
+pub fn counters_read_buffer(values: &Values, len: u64) -> Result<Vec<u8>, i64> {
+    let counters = values.counters();
+    let need = 8 * (3 + counters.len() as u64);
+    if len < need {
+        return Err(ENOSPC);
+    }
+    let mut out = Vec::with_capacity(need as usize);
+    out.extend_from_slice(&values.generation.to_le_bytes());
+    out.extend_from_slice(&values.tsc.to_le_bytes());
+    out.extend_from_slice(&(counters.len() as u64).to_le_bytes());
+    for v in counters {
+        out.extend_from_slice(&v.to_le_bytes());
+    }
+    Ok(out)
+}
+
+/// The `time` buffer: `{tsc, tsc_hz}` (0 when the frequency is unknown).
+pub fn time_buffer(tsc: u64, tsc_hz: Option<u64>) -> [u8; 16] {
+    let mut out = [0u8; 16];
+    out[..8].copy_from_slice(&tsc.to_le_bytes());
+    out[8..].copy_from_slice(&tsc_hz.unwrap_or(0).to_le_bytes());
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::task::vcounter::VirtualCounters;
+
+    #[test]
+    fn payload_members() {
+        assert_eq!(payload_name("", "payloads/hello.elf"), Some("hello"));
+        assert_eq!(payload_name("payloads", "a.b.elf"), Some("a.b"));
+        assert_eq!(payload_name("", "run.cfg"), None);
+        assert_eq!(payload_name("", "payloads/.elf"), None);
+        assert_eq!(payload_name("", "payloads/x/y.elf"), None);
+        assert_eq!(payload_name("", "payloads/hello"), None);
+        assert_eq!(payload_name("", "payloadsx/hello.elf"), None);
+        assert_eq!(payload_name("other", "hello.elf"), None);
+    }
+
+    #[test]
+    fn reports() {
+        assert_eq!(
+            parse_report("n=1000\ndelta = 4012\r\n\n"),
+            Some(alloc::vec![("n", "1000"), ("delta", "4012")])
+        );
+        assert_eq!(parse_report("a=b=c"), Some(alloc::vec![("a", "b=c")]));
+        assert_eq!(parse_report(""), None);
+        assert_eq!(parse_report("just text"), None);
+        assert_eq!(parse_report("a=1\na=2"), None, "duplicate key");
+        assert_eq!(parse_report("=1"), None, "empty key");
+        assert_eq!(parse_report("a b=1"), None, "space in key");
+        assert_eq!(parse_report("\"x\"=1"), None);
+    }
+
+    #[test]
+    fn counters_read_layout() {
+        let mut vc = VirtualCounters::new();
+        vc.configure(&[]).unwrap();
+        vc.resume(&[], 100).unwrap();
+        vc.suspend(&[], 142).unwrap();
+        let values = vc.values();
+        assert_eq!(counters_read_buffer(&values, 23), Err(ENOSPC));
+        let buf = counters_read_buffer(&values, 24).unwrap();
+        assert_eq!(buf.len(), 24);
+        assert_eq!(buf[..8], 1u64.to_le_bytes(), "generation");
+        assert_eq!(buf[8..16], 42u64.to_le_bytes(), "virtual tsc");
+        assert_eq!(buf[16..24], 0u64.to_le_bytes(), "no counters");
+        let t = time_buffer(7, None);
+        assert_eq!(t[..8], 7u64.to_le_bytes());
+        assert_eq!(t[8..], 0u64.to_le_bytes());
+    }
+}

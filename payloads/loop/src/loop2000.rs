@@ -1,0 +1,23 @@
+//! The loop payload with N = 2000 (see common.rs).
+#![cfg_attr(target_os = "none", no_std, no_main)]
+
+#[cfg(target_os = "none")]
+mod common;
+
+#[cfg(target_os = "none")]
+baremark_sdk::entry!(payload_main);
+
+#[cfg(target_os = "none")]
+fn payload_main() -> i64 {
+    common::run(2000)
+}
+
+#[cfg(not(target_os = "none"))]
+use baremark_sdk as _;
+
+#[cfg(not(target_os = "none"))]
+fn main() {
+    eprintln!(
+        "baremark payloads run in ring 3 under the baremark kernel; build them for x86_64-unknown-none."
+    );
+}
