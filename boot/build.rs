@@ -27,6 +27,14 @@ fn main() {
             "CARGO_BIN_FILE_BAREMARK_PAYLOAD_RDPMC_rdpmc",
             "BAREMARK_PAYLOAD_RDPMC_ELF",
         ),
+        (
+            "CARGO_BIN_FILE_BAREMARK_PAYLOAD_SPIN_spin",
+            "BAREMARK_PAYLOAD_SPIN_ELF",
+        ),
+        (
+            "CARGO_BIN_FILE_BAREMARK_PAYLOAD_SPAWN_spawner",
+            "BAREMARK_PAYLOAD_SPAWNER_ELF",
+        ),
     ] {
         let path = std::env::var_os(var)
             .unwrap_or_else(|| panic!("cargo did not provide the payload artifact {var}"));

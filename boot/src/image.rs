@@ -58,6 +58,9 @@ pub struct RunConfig {
     /// Run the payloads concurrently, round-robin, with this quantum in microseconds (the
     /// `quantum_us` key); 0: one after the other.
     pub quantum_us: u32,
+    /// The watchdog's per-task budget in milliseconds (the `task_budget_ms` key; 0: none);
+    /// `None`: the kernel's default (2000).
+    pub task_budget_ms: Option<u32>,
 }
 
 impl Default for RunConfig {
@@ -70,6 +73,7 @@ impl Default for RunConfig {
             extra_lines: Vec::new(),
             payloads: Vec::new(),
             quantum_us: 0,
+            task_budget_ms: None,
         }
     }
 }
@@ -94,6 +98,9 @@ impl RunConfig {
         }
         if self.quantum_us > 0 {
             let _ = writeln!(s, "quantum_us = {}", self.quantum_us);
+        }
+        if let Some(ms) = self.task_budget_ms {
+            let _ = writeln!(s, "task_budget_ms = {ms}");
         }
         for line in &self.extra_lines {
             let _ = writeln!(s, "{line}");

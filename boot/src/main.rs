@@ -109,13 +109,17 @@ struct RunArgs {
     /// stem). Built-ins (`--builtin`) run first, then these, each in the order given.
     #[arg(long = "payload", value_name = "FILE.elf")]
     payloads: Vec<PathBuf>,
-    /// Run a built-in payload (repeatable): hello, loop1000, loop2000, rdpmc.
+    /// Run a built-in payload (repeatable): hello, loop1000, loop2000, rdpmc, spin, spawner.
     #[arg(long = "builtin", value_name = "NAME")]
     builtins: Vec<String>,
     /// Run the payloads concurrently, round-robin, preempted by the APIC timer every this many
     /// microseconds (default: one after the other).
     #[arg(long, value_name = "US", value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     quantum_us: Option<u32>,
+    /// The watchdog: kill a task after this many milliseconds of its own run time (0: no
+    /// budget; default: the kernel's, 2000).
+    #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u32).range(0..=3_600_000))]
+    task_budget_ms: Option<u32>,
     /// Test-only: make the kernel misbehave (page-fault, panic, invalid-opcode, stack-overflow, hang)
     /// or run the ring-3 smoke payloads (ring3).
     #[arg(long, hide = true)]
@@ -191,6 +195,7 @@ fn run(args: RunArgs) -> Result<ExitCode> {
         extra_lines: Vec::new(),
         payloads,
         quantum_us: args.quantum_us.unwrap_or(0),
+        task_budget_ms: args.task_budget_ms,
     };
     let request = BootRequest {
         config,

@@ -28,6 +28,16 @@ pub static BUILTIN: &[Payload] = &[
         name: "rdpmc",
         elf: include_bytes!(env!("BAREMARK_PAYLOAD_RDPMC_ELF")),
     },
+    // Test payload: loops forever without a system call (only the watchdog ends it).
+    Payload {
+        name: "spin",
+        elf: include_bytes!(env!("BAREMARK_PAYLOAD_SPIN_ELF")),
+    },
+    // Test payload: spawns loop1000 and rdpmc (which must be in the ramdisk too) as children.
+    Payload {
+        name: "spawner",
+        elf: include_bytes!(env!("BAREMARK_PAYLOAD_SPAWNER_ELF")),
+    },
 ];
 
 /// The built-in payload called `name`.

@@ -290,6 +290,28 @@ pub fn record_lines(r: &Record) -> Option<String> {
             }
             line
         }
+        "task_spawn" => format!(
+            "{}{} (#{}) spawned by {} (#{}){}",
+            label("spawn"),
+            s(r, "task"),
+            r.u64("task_index").unwrap_or(0),
+            s(r, "parent"),
+            r.u64("parent_index").unwrap_or(0),
+            if r.get("add_to_parent").as_bool() == Some(true) {
+                " | its counts add to the parent's"
+            } else {
+                ""
+            }
+        ),
+        "task_killed" => format!(
+            "{}{}: killed by the watchdog: past its budget of {} ms | virtual tsc {} | {} syscalls, {} interrupts",
+            label("TASK"),
+            s(r, "task"),
+            r.u64("budget_ms").unwrap_or(0),
+            r.u64("virtual_tsc").unwrap_or(0),
+            r.u64("syscalls").unwrap_or(0),
+            r.u64("interrupts").unwrap_or(0)
+        ),
         "task_error" => format!(
             "{}{}: not run: {}",
             label("TASK"),

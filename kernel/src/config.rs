@@ -80,10 +80,19 @@ pub struct RunConfig {
     /// Run the payloads concurrently, round-robin, preempted by the APIC timer every this many
     /// microseconds; 0: one after the other, never preempted.
     pub quantum_us: u32,
+    /// The watchdog: a task that has run this many milliseconds (its own virtual TSC) is
+    /// killed; 0: no budget (and no timer interrupt at all for a task running alone).
+    pub task_budget_ms: u32,
 }
 
 /// The largest `quantum_us` (one second).
 pub const QUANTUM_US_MAX: u32 = 1_000_000;
+
+/// The default `task_budget_ms`.
+pub const TASK_BUDGET_MS_DEFAULT: u32 = 2000;
+
+/// The largest `task_budget_ms` (one hour).
+pub const TASK_BUDGET_MS_MAX: u32 = 3_600_000;
 
 impl Default for RunConfig {
     fn default() -> Self {
@@ -94,6 +103,7 @@ impl Default for RunConfig {
             timer_checks: true,
             selftest: false,
             quantum_us: 0,
+            task_budget_ms: TASK_BUDGET_MS_DEFAULT,
         }
     }
 }
@@ -212,7 +222,7 @@ pub fn parse<'a>(text: &'a str, report: &mut dyn FnMut(ConfigError<'a>)) -> RunC
         source: ConfigSource::Ramdisk,
         ..RunConfig::default()
     };
-    let mut seen = [false; 5];
+    let mut seen = [false; 6];
     for (index, raw) in text.lines().enumerate() {
         let line = index + 1;
         let content = raw.split('#').next().unwrap_or("").trim();
@@ -230,6 +240,7 @@ pub fn parse<'a>(text: &'a str, report: &mut dyn FnMut(ConfigError<'a>)) -> RunC
             "timer_checks" => 2,
             "selftest" => 3,
             "quantum_us" => 4,
+            "task_budget_ms" => 5,
             _ => {
                 report(ConfigError::UnknownKey { line, key });
                 continue;
@@ -260,6 +271,10 @@ pub fn parse<'a>(text: &'a str, report: &mut dyn FnMut(ConfigError<'a>)) -> RunC
             4 => match value.parse::<u32>() {
                 Ok(us) if us <= QUANTUM_US_MAX => config.quantum_us = us,
                 _ => report(bad("microseconds, 0 (off) to 1000000")),
+            },
+            5 => match value.parse::<u32>() {
+                Ok(ms) if ms <= TASK_BUDGET_MS_MAX => config.task_budget_ms = ms,
+                _ => report(bad("milliseconds, 0 (no budget) to 3600000")),
             },
             _ => match value {
                 "on" | "true" | "yes" | "off" | "false" | "no" => {
@@ -312,6 +327,23 @@ mod tests {
         for bad in ["-1", "1000001", "1ms", ""] {
             let (c, errors) = parse_collect(&std::format!("quantum_us = {bad}\n"));
             assert_eq!(c.quantum_us, 0, "{bad}");
+            assert_eq!(errors.len(), 1, "{bad}: {errors:?}");
+        }
+    }
+
+    #[test]
+    fn task_budget_ms_defaults_to_two_seconds_and_is_bounded() {
+        let (c, errors) = parse_collect("");
+        assert!(errors.is_empty(), "{errors:?}");
+        assert_eq!(c.task_budget_ms, TASK_BUDGET_MS_DEFAULT);
+        for (text, ms) in [("0", 0), ("20", 20), ("3600000", 3_600_000)] {
+            let (c, errors) = parse_collect(&std::format!("task_budget_ms = {text}\n"));
+            assert!(errors.is_empty(), "{errors:?}");
+            assert_eq!(c.task_budget_ms, ms);
+        }
+        for bad in ["-1", "3600001", "2s", ""] {
+            let (c, errors) = parse_collect(&std::format!("task_budget_ms = {bad}\n"));
+            assert_eq!(c.task_budget_ms, TASK_BUDGET_MS_DEFAULT, "{bad}");
             assert_eq!(errors.len(), 1, "{bad}: {errors:?}");
         }
     }

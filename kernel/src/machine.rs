@@ -110,13 +110,33 @@ pub fn run(boot_info: &'static mut BootInfo) -> ! {
             None
         }
     };
-    let payloads = crate::task::run::run_payloads(facts.ramdisk, tsc_hz, quantum);
+    let budget = match (config.task_budget_ms, apic.timer_hz, tsc_hz) {
+        (0, _, _) => None,
+        (ms, Some(timer_hz), Some(tsc_hz)) => Some(crate::task::run::Budget {
+            ms,
+            timer_hz,
+            tsc_hz,
+        }),
+        _ => {
+            record("error", |r| {
+                r.str("source", "tasks").str(
+                    "message",
+                    "task_budget_ms ignored: the APIC timer or the TSC frequency is unknown; \
+                     tasks run without a watchdog",
+                )
+            });
+            None
+        }
+    };
+    let payloads = crate::task::run::run_payloads(facts.ramdisk, tsc_hz, quantum, budget);
     if payloads.payloads > 0 {
         say!(
-            "tasks  {} payloads: {} exited, {} faulted, {} not loadable",
+            "tasks  {} payloads (+{} spawned): {} exited, {} faulted, {} killed, {} not loadable",
             payloads.payloads,
+            payloads.spawned,
             payloads.exited,
             payloads.faulted,
+            payloads.killed,
             payloads.rejected
         );
     }
@@ -186,6 +206,7 @@ fn report_boot(facts: &BootFacts, config: &RunConfig, members: usize, tsc_at_ent
                 .bool("timer_checks", config.timer_checks)
                 .bool("selftest", config.selftest)
                 .u64("quantum_us", u64::from(config.quantum_us))
+                .u64("task_budget_ms", u64::from(config.task_budget_ms))
             })
             .opt_str("framebuffer", facts.framebuffer.map(|_| "present"))
             .opt_u64("rsdp", facts.rsdp)

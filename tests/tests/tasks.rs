@@ -29,6 +29,8 @@ const PAYLOADS: [(&str, Option<&str>); 5] = [
 fn config() -> RunConfig {
     RunConfig {
         timer_checks: false,
+        // No watchdog: a task running alone must see no timer interrupt at all.
+        task_budget_ms: Some(0),
         payloads: PAYLOADS
             .iter()
             .map(|&(name, b)| {
@@ -315,4 +317,184 @@ fn preempted_round_robin_gives_the_same_virtual_tsc_deltas() {
         .filter_map(|r| r.u64("interrupts"))
         .sum();
     assert!(end.get("interrupts")["timer"].as_u64().unwrap() >= preemptions);
+}
+
+/// The watchdog's budget in the tests (milliseconds of a task's own time: about 20 million
+/// instructions of `spin` under icount).
+const BUDGET_MS: u32 = 5;
+
+/// `spin` (loops forever without a syscall), then `loop1000`, with the watchdog on: alone, or
+/// round-robin (`quantum`).
+fn watchdog(quantum: bool) -> &'static RunOutcome {
+    static RUNS: [OnceLock<RunOutcome>; 2] = [OnceLock::new(), OnceLock::new()];
+    RUNS[usize::from(quantum)].get_or_init(|| {
+        let payloads = ["spin", "loop1000"]
+            .iter()
+            .map(|&n| (n.to_string(), builtin(n).expect("built-in").elf.to_vec()))
+            .collect();
+        let config = RunConfig {
+            timer_checks: false,
+            payloads,
+            quantum_us: if quantum { 1 } else { 0 },
+            task_budget_ms: Some(BUDGET_MS),
+            ..RunConfig::default()
+        };
+        boot(Firmware::Bios, config, Duration::from_secs(120), Some(0))
+    })
+}
+
+#[test]
+fn without_a_budget_a_task_alone_takes_no_timer_interrupt() {
+    let outcome = run(0);
+    let boot = expect_record(outcome, "boot");
+    assert_eq!(boot.get("config")["task_budget_ms"], 0);
+    for (name, b) in PAYLOADS {
+        if b.is_some() && name != "rdpmc" {
+            let exit = task_record(outcome, "task_exit", name);
+            assert_eq!(exit.u64("interrupts"), Some(0), "{name}: {}", exit.value);
+            // TSC-only tasks run with CR4.PCE clear: RDPMC always traps and is emulated.
+            assert_eq!(exit.get("pce"), false, "{name}: {}", exit.value);
+            assert_eq!(exit.u64("pce_entries"), Some(0), "{name}: {}", exit.value);
+        }
+    }
+    assert!(outcome.records.iter().all(|r| r.kind != "task_killed"));
+}
+
+#[test]
+fn the_watchdog_kills_a_spinning_task_and_the_next_one_runs() {
+    for quantum in [false, true] {
+        let outcome = watchdog(quantum);
+        assert_eq!(
+            outcome.verdict(),
+            Verdict::Success,
+            "quantum {quantum}; serial tail:\n{}",
+            outcome.tail_text()
+        );
+        let end = expect_record(outcome, "end");
+        assert_eq!(end.str("status"), Some("ok"));
+        assert_eq!(end.get("interrupts")["unexpected"], 0);
+        assert_eq!(
+            expect_record(outcome, "boot").get("config")["task_budget_ms"],
+            u64::from(BUDGET_MS)
+        );
+        let killed = task_record(outcome, "task_killed", "spin");
+        assert_eq!(killed.u64("budget_ms"), Some(u64::from(BUDGET_MS)));
+        let budget_tsc = killed.u64("budget_tsc").unwrap();
+        let vtsc = killed.u64("virtual_tsc").unwrap();
+        // Killed once past its budget, and promptly: within 2% (the timer and TSC frequencies
+        // are estimates; an early interrupt re-arms for the rest).
+        assert!(budget_tsc > 1_000_000, "{}", killed.value);
+        assert!(vtsc >= budget_tsc, "{}", killed.value);
+        assert!(vtsc - budget_tsc < budget_tsc / 50, "{}", killed.value);
+        assert!(killed.u64("interrupts").unwrap() >= 1, "{}", killed.value);
+        assert_eq!(killed.u64("syscalls"), Some(0), "{}", killed.value);
+        assert!(
+            outcome
+                .records
+                .iter()
+                .all(|r| !(r.kind == "task_exit" && r.str("task") == Some("spin"))),
+            "spin exited"
+        );
+        // The next payload still runs, and measures exactly what it measures alone.
+        let exit = task_record(outcome, "task_exit", "loop1000");
+        assert_eq!(exit.get("code"), 0);
+        assert_eq!(
+            reported(outcome, "loop1000", "delta"),
+            reported(run(0), "loop1000", "delta"),
+            "quantum {quantum}"
+        );
+    }
+}
+
+/// `spawner` (spawns `loop1000` without and with `SPAWN_ADD_CHILD`, then the error cases and
+/// `rdpmc`, which faults), then `loop1000` and `rdpmc` themselves (spawn finds payloads in the
+/// ramdisk): one after the other, or round-robin (`quantum`).
+fn family(quantum: bool) -> &'static RunOutcome {
+    static RUNS: [OnceLock<RunOutcome>; 2] = [OnceLock::new(), OnceLock::new()];
+    RUNS[usize::from(quantum)].get_or_init(|| {
+        let payloads = ["spawner", "loop1000", "rdpmc"]
+            .iter()
+            .map(|&n| (n.to_string(), builtin(n).expect("built-in").elf.to_vec()))
+            .collect();
+        let config = RunConfig {
+            timer_checks: false,
+            payloads,
+            quantum_us: if quantum { 1 } else { 0 },
+            ..RunConfig::default()
+        };
+        boot(Firmware::Bios, config, Duration::from_secs(120), Some(0))
+    })
+}
+
+/// The one record of `kind` for the task with `task_index`.
+fn indexed_record<'a>(outcome: &'a RunOutcome, kind: &str, index: u64) -> &'a Record {
+    let found: Vec<&Record> = outcome
+        .records
+        .iter()
+        .filter(|r| r.kind == kind && r.u64("task_index") == Some(index))
+        .collect();
+    assert_eq!(
+        found.len(),
+        1,
+        "`{kind}` records for task_index {index}; serial tail:\n{}",
+        outcome.tail_text()
+    );
+    found[0]
+}
+
+#[test]
+fn a_child_s_counts_are_added_to_its_parent_s_only_when_asked() {
+    for quantum in [false, true] {
+        let outcome = family(quantum);
+        assert_eq!(
+            outcome.verdict(),
+            Verdict::Success,
+            "quantum {quantum}; serial tail:\n{}",
+            outcome.tail_text()
+        );
+        assert_eq!(expect_record(outcome, "end").str("status"), Some("ok"));
+        let value = |key: &str| -> i64 {
+            let report = task_record(outcome, "report", "spawner");
+            report.get("values")[key]
+                .as_str()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or_else(|| panic!("no `{key}` in {}", report.value))
+        };
+        // Children get indices after the ramdisk's three payloads, in spawn order.
+        assert_eq!(value("plain_id"), 3);
+        assert_eq!(value("added_id"), 4);
+        assert_eq!(value("plain_code"), 0);
+        assert_eq!(value("added_code"), 0);
+        for (id, add) in [(3, false), (4, true)] {
+            let spawn = indexed_record(outcome, "task_spawn", id);
+            assert_eq!(spawn.str("task"), Some("loop1000"));
+            assert_eq!(spawn.str("parent"), Some("spawner"));
+            assert_eq!(spawn.u64("parent_index"), Some(0));
+            assert_eq!(spawn.get("add_to_parent"), add);
+        }
+        let child_plain = indexed_record(outcome, "task_exit", 3);
+        let child_added = indexed_record(outcome, "task_exit", 4);
+        let child_tsc = child_added.u64("virtual_tsc").unwrap();
+        assert_eq!(child_plain.u64("virtual_tsc"), Some(child_tsc));
+        // The parent's two measurements run the same instructions; only the second includes
+        // the child's count, exactly.
+        let (plain, added) = (value("plain"), value("added"));
+        assert!(plain > 0 && plain < 20_000, "plain {plain}");
+        assert_eq!(
+            added - plain,
+            child_tsc as i64,
+            "quantum {quantum}: plain {plain}, added {added}, child {child_tsc}"
+        );
+        // Errors: unknown name ENOENT, bad pointer EFAULT, unknown flag EINVAL, waiting for a
+        // non-child or a child already waited for ENOENT, a child that faulted EABORTED.
+        assert_eq!(value("unknown"), -4);
+        assert_eq!(value("fault"), -2);
+        assert_eq!(value("bad_flags"), -1);
+        assert_eq!(value("not_child"), -4);
+        assert_eq!(value("again"), -4);
+        assert_eq!(value("aborted"), -7);
+        let rdpmc_child = indexed_record(outcome, "task_spawn", 5);
+        assert_eq!(rdpmc_child.str("task"), Some("rdpmc"));
+        assert_eq!(task_record(outcome, "task_exit", "spawner").get("code"), 0);
+    }
 }

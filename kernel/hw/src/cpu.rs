@@ -160,6 +160,24 @@ pub fn enable_protections() -> Protections {
     }
 }
 
+/// Sets (`true`) or clears (`false`) CR4.PCE, which lets ring 3 execute RDPMC. With it clear,
+/// RDPMC in ring 3 raises #GP (and #UD under QEMU's TCG), which the task runner emulates. The
+/// caller sets it only around the ring-3 run of a task whose counters are live in the hardware,
+/// and clears it as soon as the task is back.
+pub fn set_user_rdpmc(enabled: bool) {
+    // SAFETY: CR4.PCE only decides whether RDPMC is allowed outside ring 0; it changes no
+    // mapping, no memory access rule and nothing the kernel relies on. Reading counters leaks
+    // no kernel state beyond counts the kernel programmed for the task running.
+    unsafe {
+        Cr4::update(|f| f.set(Cr4Flags::PERFORMANCE_MONITOR_COUNTER, enabled));
+    }
+}
+
+/// Whether CR4.PCE is set (RDPMC allowed in ring 3).
+pub fn user_rdpmc() -> bool {
+    Cr4::read().contains(Cr4Flags::PERFORMANCE_MONITOR_COUNTER)
+}
+
 /// Instructions in one iteration of [`known_loop`].
 pub const KNOWN_LOOP_BODY: u64 = 10;
 

@@ -35,6 +35,17 @@ pub const ENOENT: i64 = -4;
 pub const EBUSY: i64 = -5;
 /// A buffer is too small.
 pub const ENOSPC: i64 = -6;
+/// `wait`: the child ended without an exit code (a fault, or killed by the watchdog).
+pub const EABORTED: i64 = -7;
+
+/// `spawn` flag: add the child's counts (and virtual TSC) into the parent's when it ends.
+pub const SPAWN_ADD_CHILD: u64 = 1;
+/// The children a task may have that it has not waited for yet (spawn beyond: `EBUSY`).
+pub const MAX_CHILDREN: usize = 16;
+/// The spawned tasks that may exist at once, across all tasks (spawn beyond: `EBUSY`).
+pub const MAX_SPAWNED: u32 = 64;
+/// Longest payload name (`spawn`).
+pub const NAME_MAX: usize = 64;
 
 /// Longest `write`, in bytes.
 pub const WRITE_MAX: usize = 4096;

@@ -4,6 +4,8 @@
 //! - `elf`: validates a payload ELF and plans its pages (every rejection is a clear error);
 //! - `vcounter`: per-task 64-bit virtual counters (the perfctr model), exact at any width;
 //! - `user_page`: the read-only page a task reads its counters from without a system call;
+//! - `hwslots`: a task's hardware counters around its runs (program, switch in / out) on any
+//!   PMU backend, host-tested on the simulated PMU (not wired into `run` yet);
 //! - `abi`: syscall numbers, error codes, fixed user addresses, the pure parts of the syscalls;
 //! - `ring3` (bare metal only): what the runners share (`write`, user-mode `fault` records,
 //!   interrupts taken in ring 3);
@@ -14,6 +16,7 @@
 
 pub mod abi;
 pub mod elf;
+pub mod hwslots;
 #[cfg(target_os = "none")]
 pub mod ring3;
 #[cfg(target_os = "none")]

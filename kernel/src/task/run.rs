@@ -8,6 +8,14 @@
 //! [`USER_PAGE_ADDR`]; then a `task_start` record and the syscall loop until the task exits
 //! (`task_exit`) or faults (a user-mode `fault`).
 //!
+//! # Watchdog
+//!
+//! With a [`Budget`] (`task_budget_ms`), a task may run that long by its own virtual TSC: the
+//! APIC timer is armed (one shot) for the rest of the budget while it runs (round-robin: the
+//! earlier of that and the end of its quantum), and a task past its budget is killed with a
+//! `task_killed` record. Without a budget and without a quantum no timer is armed at all, so a
+//! task running alone takes no interrupt.
+//!
 //! # Virtual TSC
 //!
 //! Each task has [`VirtualCounters`] with no hardware slots (the TSC-only model: on every
@@ -22,7 +30,8 @@
 //!
 //! # RDPMC
 //!
-//! CR4.PCE is clear, so RDPMC in ring 3 raises #GP (hardware) or #UD (QEMU's TCG). The kernel
+//! CR4.PCE is clear (it is set only around the ring-3 runs of a task whose counters are live
+//! in hardware counters, which none is yet: `pce` in `task_exit`), so RDPMC in ring 3 raises #GP (hardware) or #UD (QEMU's TCG). The kernel
 //! reads the two bytes at the faulting RIP through the address space; if they are `0F 33` it
 //! emulates the instruction: EDX:EAX = the task's 64-bit virtual value for index ECX
 //! ([`VIRTUAL_TSC_INDEX`] for the virtual TSC, as of the trap), RIP += 2. An index the task
@@ -36,9 +45,13 @@ use baremark_hw::apic::{self, TimerMode};
 use baremark_hw::cpu as hwcpu;
 use baremark_hw::user::{self, AddressSpace, Exit, UserContext};
 
+use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+
+use alloc::boxed::Box;
+
 use super::abi::{
-    EFAULT, EINVAL, ENOSYS, REPORT_MAX, STACK_PAGES, STACK_TOP, USER_PAGE_ADDR, VIRTUAL_TSC_INDEX,
-    nr,
+    EABORTED, EBUSY, EFAULT, EINVAL, ENOENT, ENOSYS, MAX_CHILDREN, MAX_SPAWNED, NAME_MAX,
+    REPORT_MAX, SPAWN_ADD_CHILD, STACK_PAGES, STACK_TOP, USER_PAGE_ADDR, VIRTUAL_TSC_INDEX, nr,
 };
 use super::elf::{self, Limits, LoadPlan};
 use super::ring3::{self, Task, report_fault, sys_write};
@@ -68,6 +81,26 @@ pub struct Summary {
     pub faulted: u64,
     /// Payloads that could not be loaded (`task_error`).
     pub rejected: u64,
+    /// Tasks the watchdog killed (`task_killed`).
+    pub killed: u64,
+    /// Tasks started by `spawn` (also counted in `started` and in how they ended).
+    pub spawned: u64,
+}
+
+/// The `task_index` of the next spawned task (after the ramdisk's payloads).
+static NEXT_TASK_INDEX: AtomicU64 = AtomicU64::new(0);
+/// Spawned tasks that exist (not yet dropped), for [`MAX_SPAWNED`].
+static SPAWNED_LIVE: AtomicU32 = AtomicU32::new(0);
+
+/// The `payloads/<name>.elf` member called `name` in `ramdisk`: its name (borrowed from the
+/// ramdisk) and bytes.
+fn find_payload(ramdisk: &'static [u8], name: &str) -> Option<(&'static str, &'static [u8])> {
+    crate::ramdisk::entries(ramdisk)
+        .map_while(Result::ok)
+        .find_map(|e| match super::abi::payload_name(e.prefix, e.name) {
+            Some(n) if n == name => Some((n, e.data)),
+            _ => None,
+        })
 }
 
 /// Round-robin scheduling: the APIC timer's one-shot count for a quantum.
@@ -81,19 +114,48 @@ pub struct Quantum {
     pub tsc_hz: u64,
 }
 
+/// The watchdog: each task may run `ms` milliseconds of its own time (its virtual TSC) before
+/// it is killed (`task_budget_ms` in run.cfg).
+#[derive(Clone, Copy, Debug)]
+pub struct Budget {
+    /// The budget asked for.
+    pub ms: u32,
+    /// The APIC timer frequency (before its divider).
+    pub timer_hz: u64,
+    /// The TSC frequency (the budget in TSC ticks).
+    pub tsc_hz: u64,
+}
+
+impl Budget {
+    /// The budget in TSC ticks.
+    fn tsc(self) -> u64 {
+        let tsc = u128::from(self.ms) * u128::from(self.tsc_hz) / 1000;
+        u64::try_from(tsc).unwrap_or(u64::MAX).max(1)
+    }
+}
+
 /// Runs every `payloads/<name>.elf` member of `ramdisk`: one after the other in archive order,
 /// or, with a `quantum`, all at once round-robin on the APIC timer. `tsc_hz` is the TSC
-/// frequency the `time` syscall reports (0 when unknown).
+/// frequency the `time` syscall reports (0 when unknown). With a `budget`, the APIC timer (one
+/// shot) is also armed for the end of each task's budget (the earlier of that and the end of
+/// its quantum), and a task past its budget is killed (`task_killed`); without one and without
+/// a quantum, no timer interrupt is armed at all while a task runs.
 pub fn run_payloads(
     ramdisk: &'static [u8],
     tsc_hz: Option<u64>,
     quantum: Option<Quantum>,
+    budget: Option<Budget>,
 ) -> Summary {
     let mut summary = Summary::default();
     if ramdisk.is_empty() {
         return summary;
     }
     let mut ready: Vec<Running> = Vec::new();
+    let members = crate::ramdisk::entries(ramdisk)
+        .map_while(Result::ok)
+        .filter(|e| super::abi::payload_name(e.prefix, e.name).is_some())
+        .count() as u64;
+    NEXT_TASK_INDEX.store(members, Ordering::Relaxed);
     // A damaged archive was already reported by the configuration reader: use what came before.
     for entry in crate::ramdisk::entries(ramdisk).map_while(Result::ok) {
         let Some(name) = super::abi::payload_name(entry.prefix, entry.name) else {
@@ -107,11 +169,13 @@ pub fn run_payloads(
         match load(task, entry.data) {
             Ok((plan, space)) => {
                 summary.started += 1;
-                let t = Running::start(task, &plan, space, tsc_hz);
+                let mut t = Running::start(task, &plan, space, tsc_hz);
+                t.budget = budget;
+                t.ramdisk = ramdisk;
                 if quantum.is_some() {
                     ready.push(t);
                 } else {
-                    summary.count(t.run_alone());
+                    run_family(t, budget, &mut summary);
                 }
             }
             Err(message) => {
@@ -136,17 +200,30 @@ pub fn run_payloads(
 impl Summary {
     fn count(&mut self, ended: Ended) {
         match ended {
-            Ended::Exited => self.exited += 1,
+            Ended::Exited(_) => self.exited += 1,
             Ended::Faulted => self.faulted += 1,
+            Ended::Killed => self.killed += 1,
         }
     }
 }
 
-/// The APIC timer's one-shot count for `tsc` TSC ticks (at least 1).
-fn timer_count(tsc: u64, q: Quantum) -> u32 {
+/// The APIC timer's one-shot count for `tsc` TSC ticks (at least 1; at most `u32::MAX`: a
+/// longer wait ends early and the caller re-arms).
+fn timer_count(tsc: u64, timer_hz: u64, tsc_hz: u64) -> u32 {
     let divide = u128::from(crate::timer::TIMER_DIVIDE);
-    let count = u128::from(tsc) * u128::from(q.timer_hz) / u128::from(q.tsc_hz.max(1)) / divide;
+    let count = u128::from(tsc) * u128::from(timer_hz) / u128::from(tsc_hz.max(1)) / divide;
     u32::try_from(count).unwrap_or(u32::MAX).max(1)
+}
+
+/// Arms the APIC timer (one shot) to interrupt after `count` timer ticks.
+fn arm_timer(count: u32) {
+    apic::timer_arm(
+        TimerMode::OneShot,
+        traps::TIMER_VECTOR,
+        crate::timer::TIMER_DIVIDE,
+        count,
+        false,
+    );
 }
 
 /// Runs the tasks round-robin: each runs until the APIC timer (armed for one quantum when it is
@@ -162,7 +239,7 @@ fn round_robin(mut ready: Vec<Running>, q: Quantum, tsc_hz: Option<u64>, summary
     // would be preempted before its first instruction, forever): at least 1.5 times that.
     let floor = overhead.map_or(0, |(lo, _)| lo.saturating_add(lo / 2));
     let quantum_tsc = asked.max(floor);
-    let count = timer_count(quantum_tsc, q);
+    let count = timer_count(quantum_tsc, q.timer_hz, q.tsc_hz);
     let compensation = overhead.map_or(0, |(lo, _)| lo);
     record("schedule", |r| {
         r.str("policy", "round-robin")
@@ -185,29 +262,71 @@ fn round_robin(mut ready: Vec<Running>, q: Quantum, tsc_hz: Option<u64>, summary
     }
     let mut next = 0usize;
     while !ready.is_empty() {
-        let i = next % ready.len();
-        apic::timer_arm(
-            TimerMode::OneShot,
-            traps::TIMER_VECTOR,
-            crate::timer::TIMER_DIVIDE,
-            count,
-            false,
-        );
-        let outcome = loop {
-            match ready[i].step() {
-                Step::Continue => {}
-                other => break other,
+        // The next task that is not waiting for a child (a waiting task's child is in the queue,
+        // so one always exists; if none did, the rest could never run).
+        let Some(i) = (0..ready.len())
+            .map(|k| (next + k) % ready.len())
+            .find(|&k| ready[k].blocked_on.is_none())
+        else {
+            record("error", |r| {
+                r.str("source", "tasks")
+                    .str("message", "every remaining task waits for a child: not run")
+            });
+            break;
+        };
+        // The earlier of the end of the quantum and the end of the task's budget (never less
+        // than the floor, so the task always makes progress).
+        let slice = match ready[i].remaining_budget() {
+            Some(0) => None,
+            Some(left) if left.max(floor) < quantum_tsc => {
+                Some(timer_count(left.max(floor), q.timer_hz, q.tsc_hz))
+            }
+            _ => Some(count),
+        };
+        let outcome = match slice {
+            None => {
+                ready[i].report_killed();
+                Step::Ended(Ended::Killed)
+            }
+            Some(slice) => {
+                arm_timer(slice);
+                let outcome = loop {
+                    match ready[i].step() {
+                        Step::Continue => {}
+                        other => break other,
+                    }
+                };
+                apic::timer_stop();
+                drain_pending_interrupts();
+                outcome
             }
         };
-        apic::timer_stop();
-        drain_pending_interrupts();
-        match outcome {
-            Step::Ended(ended) => {
+        // Children it spawned join the queue (they run concurrently with it).
+        let children = ready[i].take_all_pending();
+        summary.spawned += children.len() as u64;
+        summary.started += children.len() as u64;
+        let ended = match outcome {
+            Step::Ended(ended) => Some(ended),
+            _ if ready[i].remaining_budget() == Some(0) => {
+                ready[i].report_killed();
+                Some(Ended::Killed)
+            }
+            _ => None,
+        };
+        for mut child in children {
+            child.preempt_compensation = compensation;
+            ready.push(child);
+        }
+        match ended {
+            Some(ended) => {
                 summary.count(ended);
-                ready.remove(i);
+                let done = ready.remove(i);
+                if let Some(parent) = ready.iter_mut().find(|t| Some(t.task.index) == done.parent) {
+                    parent.child_ended(&done, ended);
+                }
                 next = i;
             }
-            _ => next = i + 1,
+            None => next = i + 1,
         }
     }
     if interrupts_were_on {
@@ -249,13 +368,7 @@ fn calibrate_switch(tsc_hz: Option<u64>) -> Option<(u64, u64)> {
     );
     let mut samples = [0u64; 4];
     for sample in &mut samples {
-        apic::timer_arm(
-            TimerMode::OneShot,
-            traps::TIMER_VECTOR,
-            crate::timer::TIMER_DIVIDE,
-            1,
-            false,
-        );
+        arm_timer(1);
         let deadline = hwcpu::rdtsc().wrapping_add(1_000_000_000);
         while apic::timer_current() != 0 {
             if hwcpu::rdtsc() > deadline {
@@ -327,10 +440,63 @@ fn load(task: Task, bytes: &[u8]) -> Result<(LoadPlan, AddressSpace), alloc::str
     Ok((plan, space))
 }
 
+/// Runs a payload and the tasks it spawns, one at a time: a child runs when its parent waits
+/// for it (the parent is not scheduled until the child ends), and a child never waited for runs
+/// when its parent ends (in spawn order). With a `budget`, the watchdog guards each task.
+fn run_family(root: Running, budget: Option<Budget>, summary: &mut Summary) {
+    let interrupts_were_on = hwcpu::interrupts_enabled();
+    if budget.is_some() {
+        hwcpu::disable_interrupts();
+    }
+    let mut stack: Vec<Running> = alloc::vec![root];
+    while let Some(t) = stack.last_mut() {
+        if let Some(id) = t.blocked_on {
+            if let Some(child) = t.take_pending(id) {
+                summary.spawned += 1;
+                summary.started += 1;
+                stack.push(*child);
+                continue;
+            }
+            // Not possible (a child that ended answers `wait` at once), but never hang on it.
+            t.blocked_on = None;
+            t.ctx.rax = ENOENT as u64;
+        }
+        let ended = match budget {
+            Some(b) => t.run_watched(b),
+            None => t.run_alone(),
+        };
+        let Some(ended) = ended else {
+            continue; // waiting for a child: run it next
+        };
+        summary.count(ended);
+        let Some(mut done) = stack.pop() else {
+            break;
+        };
+        if let Some(parent) = stack.last_mut()
+            && Some(parent.task.index) == done.parent
+        {
+            parent.child_ended(&done, ended);
+        }
+        // Its children it never waited for run now, first spawned first, as orphans.
+        for mut orphan in done.take_all_pending().into_iter().rev() {
+            orphan.parent = None;
+            summary.spawned += 1;
+            summary.started += 1;
+            stack.push(orphan);
+        }
+    }
+    if budget.is_some() && interrupts_were_on {
+        hwcpu::enable_interrupts();
+    }
+}
+
 /// How a task ended.
+#[derive(Clone, Copy)]
 enum Ended {
-    Exited,
+    Exited(i64),
     Faulted,
+    /// Past its budget (the watchdog).
+    Killed,
 }
 
 /// A task being run: its address space, registers, virtual counters and counter page.
@@ -349,12 +515,54 @@ struct Running {
     preempt_compensation: u64,
     /// Entries into ring 3 for this task, by IRETQ and by SYSRETQ.
     entries: user::EntryCounts,
+    /// The watchdog's budget for this task, if any.
+    budget: Option<Budget>,
+    /// Entries into ring 3 with CR4.PCE set (RDPMC in hardware, not emulated).
+    pce_entries: u64,
+    /// Started by `spawn` (counted in [`SPAWNED_LIVE`] until dropped).
+    spawned: bool,
+    /// The ramdisk (`spawn` looks payloads up in it).
+    ramdisk: &'static [u8],
+    /// The `task_index` of the task that spawned this one (`None`: a ramdisk payload, or an
+    /// orphan).
+    parent: Option<u64>,
+    /// Add this task's counts into its parent's when it ends (`spawn` flag bit 0).
+    add_to_parent: bool,
+    /// Children not yet waited for.
+    children: Vec<Child>,
+    /// Waiting (`wait`) for the child with this `task_index`: not scheduled.
+    blocked_on: Option<u64>,
+}
+
+/// A child of a task, as its parent sees it.
+struct Child {
+    index: u64,
+    state: ChildState,
+}
+
+enum ChildState {
+    /// Spawned, not started: the scheduler takes it (one at a time: when the parent waits for
+    /// it; round-robin: right after the `spawn` syscall).
+    Pending(Box<Running>),
+    /// In the round-robin queue.
+    Live,
+    /// Ended: what `wait` returns.
+    Ended(i64),
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if self.spawned {
+            SPAWNED_LIVE.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
 }
 
 /// What serving a syscall led to.
 enum Served {
     Done,
     Yield,
+    Wait,
     Exit(i64),
 }
 
@@ -362,6 +570,8 @@ enum Served {
 enum Step {
     /// Served (a syscall, an interrupt, an emulated instruction): run it again.
     Continue,
+    /// The task waits for a child (`wait`): not scheduled until the child ends.
+    Blocked,
     /// The timer's quantum ran out in ring 3.
     Preempted,
     /// The task called `yield`.
@@ -387,6 +597,14 @@ impl Running {
             rdpmc_emulated: 0,
             preempt_compensation: 0,
             entries: user::EntryCounts::default(),
+            budget: None,
+            pce_entries: 0,
+            ramdisk: &[],
+            parent: None,
+            add_to_parent: false,
+            children: Vec::new(),
+            blocked_on: None,
+            spawned: false,
         }
     }
 
@@ -403,13 +621,77 @@ impl Running {
         Running::new(task, space, plan.entry, tsc_hz)
     }
 
-    /// Runs the task until it ends.
-    fn run_alone(mut self) -> Ended {
+    /// Runs the task until it ends (`Some`) or waits for a child (`None`).
+    fn run_alone(&mut self) -> Option<Ended> {
         loop {
-            if let Step::Ended(ended) = self.step() {
-                return ended;
+            match self.step() {
+                Step::Ended(ended) => return Some(ended),
+                Step::Blocked => return None,
+                _ => {}
             }
         }
+    }
+
+    /// Runs the task until it ends or the watchdog kills it: the APIC timer (one shot) is armed
+    /// for the rest of its budget while it runs, and each time it fires the budget is checked
+    /// (the timer and TSC frequencies are estimates: an early interrupt re-arms for the rest).
+    /// The caller keeps interrupts off in the kernel, so the timer is only taken in ring 3.
+    /// Returns `None` when the task waits for a child. Interrupts must be off.
+    fn run_watched(&mut self, b: Budget) -> Option<Ended> {
+        loop {
+            let left = self.remaining_budget().unwrap_or(u64::MAX);
+            if left == 0 {
+                self.report_killed();
+                return Some(Ended::Killed);
+            }
+            arm_timer(timer_count(left, b.timer_hz, b.tsc_hz));
+            let outcome = loop {
+                match self.step() {
+                    Step::Continue => {}
+                    other => break other,
+                }
+            };
+            apic::timer_stop();
+            drain_pending_interrupts();
+            match outcome {
+                Step::Ended(ended) => return Some(ended),
+                Step::Blocked => return None,
+                _ => {}
+            }
+        }
+    }
+
+    /// Whether the task's counters live in hardware counters while it runs (then ring 3 may
+    /// execute RDPMC itself: CR4.PCE). Never yet: the task runner programs no hardware counters
+    /// (the TSC-only model on every backend).
+    fn uses_hardware_counters(&self) -> bool {
+        false
+    }
+
+    /// TSC ticks of its budget the task has left (`None`: no budget).
+    fn remaining_budget(&self) -> Option<u64> {
+        self.budget
+            .map(|b| b.tsc().saturating_sub(self.vc.values().tsc))
+    }
+
+    /// The watchdog ends the task: its `task_killed` record.
+    fn report_killed(&self) {
+        let task = self.task;
+        let vtsc = self.vc.values().tsc;
+        let (ms, tsc) = self.budget.map_or((0, 0), |b| (b.ms, b.tsc()));
+        record("task_killed", |r| {
+            r.str("task", task.name)
+                .u64("task_index", task.index)
+                .u64("budget_ms", u64::from(ms))
+                .u64("budget_tsc", tsc)
+                .u64("virtual_tsc", vtsc)
+                .u64("syscalls", self.syscalls)
+                .u64("interrupts", self.interrupts)
+        });
+        say!(
+            "task   {}: killed: past its budget of {ms} ms ({tsc} TSC ticks) | virtual tsc {vtsc}",
+            task.name
+        );
     }
 
     /// Runs the task in ring 3 once and serves what brought it back.
@@ -419,9 +701,10 @@ impl Running {
             Exit::Syscall => match self.syscall() {
                 Served::Exit(code) => {
                     self.report_exit(code);
-                    Step::Ended(Ended::Exited)
+                    Step::Ended(Ended::Exited(code))
                 }
                 Served::Yield => Step::Yielded,
+                Served::Wait => Step::Blocked,
                 Served::Done => Step::Continue,
             },
             Exit::Trap { vector, .. } if ring3::is_interrupt(vector) => {
@@ -475,6 +758,8 @@ impl Running {
                 .u64("syscalls", self.syscalls)
                 .u64("interrupts", self.interrupts)
                 .u64("rdpmc_emulated", self.rdpmc_emulated)
+                .bool("pce", self.pce_entries > 0)
+                .u64("pce_entries", self.pce_entries)
                 .object("entries", |r| {
                     r.u64("iretq", entries.iretq)
                         .u64("sysretq", entries.sysretq)
@@ -500,9 +785,19 @@ impl Running {
     fn enter(&mut self) -> Exit {
         let _ = self.vc.resume(&[], hwcpu::rdtsc());
         self.publish();
+        // CR4.PCE only while a task with live hardware counters runs (none yet: every task is
+        // TSC-only, so RDPMC always traps and is emulated); it is clear whenever the kernel runs.
+        let pce = self.uses_hardware_counters();
+        if pce {
+            hwcpu::set_user_rdpmc(true);
+            self.pce_entries += 1;
+        }
         let before = user::entry_counts();
         let exit = user::run(&mut self.ctx);
         let mut now = hwcpu::rdtsc();
+        if pce {
+            hwcpu::set_user_rdpmc(false);
+        }
         let after = user::entry_counts();
         self.entries.iretq += after.iretq - before.iretq;
         self.entries.sysretq += after.sysretq - before.sysretq;
@@ -562,10 +857,159 @@ impl Running {
                 0
             }
             nr::USER_PAGE => USER_PAGE_ADDR as i64,
+            nr::SPAWN => self.spawn(a, b, self.ctx.rdx),
+            nr::WAIT => match self.wait(a) {
+                Some(result) => result,
+                None => {
+                    // Answered when the child ends (`child_ended` writes RAX).
+                    served = Served::Wait;
+                    0
+                }
+            },
             _ => ENOSYS,
         };
         self.ctx.rax = result as u64;
         served
+    }
+
+    /// `spawn(name_ptr, name_len, flags)`: loads `payloads/<name>.elf` from the ramdisk as a
+    /// child task (pending until the scheduler takes it) with the parent's counter configuration
+    /// and zero counts. Returns its id (its `task_index`).
+    fn spawn(&mut self, ptr: u64, len: u64, flags: u64) -> i64 {
+        if flags & !SPAWN_ADD_CHILD != 0 {
+            return EINVAL;
+        }
+        let name = ring3::with_user_text(&self.space, ptr, len, NAME_MAX, |text| {
+            find_payload(self.ramdisk, text)
+        });
+        let (name, bytes) = match name {
+            Ok(Some(found)) => found,
+            Ok(None) => return ENOENT,
+            // A name longer than any payload name, or not UTF-8: there is no such payload.
+            Err(EINVAL) => return ENOENT,
+            Err(e) => return e,
+        };
+        if self.children.len() >= MAX_CHILDREN
+            || SPAWNED_LIVE.load(Ordering::Relaxed) >= MAX_SPAWNED
+        {
+            return EBUSY;
+        }
+        let index = NEXT_TASK_INDEX.fetch_add(1, Ordering::Relaxed);
+        let task = Task { name, index };
+        let add = flags & SPAWN_ADD_CHILD != 0;
+        let parent = self.task;
+        record("task_spawn", |r| {
+            r.str("task", name)
+                .u64("task_index", index)
+                .str("parent", parent.name)
+                .u64("parent_index", parent.index)
+                .bool("add_to_parent", add)
+        });
+        let (plan, space) = match load(task, bytes) {
+            Ok(loaded) => loaded,
+            Err(message) => {
+                record("task_error", |r| {
+                    r.str("task", task.name)
+                        .u64("task_index", task.index)
+                        .str("message", &message)
+                });
+                say!("task   {}: not run: {message}", task.name);
+                return ENOENT;
+            }
+        };
+        SPAWNED_LIVE.fetch_add(1, Ordering::Relaxed);
+        let mut child = Running::start(task, &plan, space, self.tsc_hz);
+        child.spawned = true;
+        child.vc = self.vc.inherit();
+        child.budget = self.budget;
+        child.ramdisk = self.ramdisk;
+        child.parent = Some(parent.index);
+        child.add_to_parent = add;
+        self.children.push(Child {
+            index,
+            state: ChildState::Pending(Box::new(child)),
+        });
+        index as i64
+    }
+
+    /// `wait(id)`: `Some(result)` at once (the child already ended: its exit code, or
+    /// `EABORTED`; not a child: `ENOENT`), or `None`: the task waits.
+    fn wait(&mut self, id: u64) -> Option<i64> {
+        let at = self.children.iter().position(|c| c.index == id);
+        let Some(at) = at else {
+            return Some(ENOENT);
+        };
+        if let ChildState::Ended(result) = self.children[at].state {
+            self.children.remove(at);
+            return Some(result);
+        }
+        self.blocked_on = Some(id);
+        None
+    }
+
+    /// The pending child `id`, for the scheduler to run (it stays a child: `Live`).
+    fn take_pending(&mut self, id: u64) -> Option<Box<Running>> {
+        let child = self.children.iter_mut().find(|c| c.index == id)?;
+        match core::mem::replace(&mut child.state, ChildState::Live) {
+            ChildState::Pending(t) => Some(t),
+            other => {
+                child.state = other;
+                None
+            }
+        }
+    }
+
+    /// Every pending child, in spawn order, for the scheduler to run (`Live` from now on).
+    fn take_all_pending(&mut self) -> Vec<Running> {
+        let mut out = Vec::new();
+        for child in &mut self.children {
+            if matches!(child.state, ChildState::Pending(_))
+                && let ChildState::Pending(t) =
+                    core::mem::replace(&mut child.state, ChildState::Live)
+            {
+                out.push(*t);
+            }
+        }
+        out
+    }
+
+    /// The child `done` ended: its counts are added to this task's if it asked for that, and
+    /// a `wait` for it is answered (now, or later from its `Ended` entry).
+    fn child_ended(&mut self, done: &Running, ended: Ended) {
+        let result = match ended {
+            Ended::Exited(code) => code,
+            Ended::Faulted | Ended::Killed => EABORTED,
+        };
+        if done.add_to_parent && self.vc.add_child(&done.vc).is_err() {
+            let (task, child) = (self.task, done.task);
+            record("error", |r| {
+                r.str("source", "tasks")
+                    .str("task", task.name)
+                    .u64("task_index", task.index)
+                    .str(
+                        "message",
+                        &format!(
+                            "the counts of child {} (task_index {}) were not added: it \
+                             reconfigured its counters",
+                            child.name, child.index
+                        ),
+                    )
+            });
+        }
+        let Some(at) = self
+            .children
+            .iter()
+            .position(|c| c.index == done.task.index)
+        else {
+            return;
+        };
+        if self.blocked_on == Some(done.task.index) {
+            self.blocked_on = None;
+            self.ctx.rax = result as u64;
+            self.children.remove(at);
+        } else {
+            self.children[at].state = ChildState::Ended(result);
+        }
     }
 
     /// `counters_configure(ptr, count)`: only the empty configuration exists on the TSC-only

@@ -127,6 +127,29 @@ pub fn counters_configure(events: &[u64]) -> Result<u64, Error> {
     ))
 }
 
+/// `spawn` flag: add the child's counts (and virtual TSC) into the caller's when it ends.
+pub const SPAWN_ADD_CHILD: u64 = 1;
+
+/// `wait` result: the child ended without an exit code (a fault, or the watchdog killed it).
+pub const EABORTED: i64 = -7;
+
+/// Starts the ramdisk's payload `name` (`payloads/<name>.elf`) as a child task with the caller's
+/// counter configuration and zero counts; returns its id for [`wait`].
+pub fn spawn(name: &str, flags: u64) -> Result<u64, Error> {
+    Error::check(syscall3(
+        nr::SPAWN,
+        name.as_ptr() as u64,
+        name.len() as u64,
+        flags,
+    ))
+}
+
+/// Waits for the child `id` to end: its exit code, [`EABORTED`], or `ENOENT` (-4) if `id` is not
+/// a child of the caller (or was already waited for). Raw, since exit codes may be negative.
+pub fn wait(id: u64) -> i64 {
+    syscall3(nr::WAIT, id, 0, 0)
+}
+
 /// Raw syscall without arguments.
 #[inline(always)]
 pub fn syscall0(number: u64) -> i64 {

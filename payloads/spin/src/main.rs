@@ -1,0 +1,23 @@
+//! The spin payload: loops forever in ring 3 without a system call, so only the kernel's
+//! watchdog (`task_budget_ms`) can end it (a `task_killed` record).
+#![cfg_attr(target_os = "none", no_std, no_main)]
+
+#[cfg(target_os = "none")]
+baremark_sdk::entry!(payload_main);
+
+#[cfg(target_os = "none")]
+fn payload_main() -> i64 {
+    loop {
+        core::hint::spin_loop();
+    }
+}
+
+#[cfg(not(target_os = "none"))]
+use baremark_sdk as _;
+
+#[cfg(not(target_os = "none"))]
+fn main() {
+    eprintln!(
+        "baremark payloads run in ring 3 under the baremark kernel; build them for x86_64-unknown-none."
+    );
+}
