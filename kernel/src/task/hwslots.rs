@@ -11,15 +11,21 @@
 //! - [`rdpmc_index`] for the counter page (the index + 1 is published, so the fast path reads the
 //!   hardware counter itself while CR4.PCE is set).
 //!
-//! Not wired into `task::run` yet: `counters_configure` with events still answers `EINVAL` on
-//! every backend, and every task is TSC-only.
+//! - [`parse_counter_config`] validates a task's `counters_configure` request into slots.
+//!
+//! `task::run` wires these in: a task with slots has its events reprogrammed and switched in
+//! before every run in ring 3 (tasks share the counters) and switched out after it.
 
 use alloc::vec::Vec;
 use core::fmt;
 
+use events::cpu::Vendor;
+use events::encode::decode_gp_event_select;
 use events::event::{EventSelect, Modifiers};
+use events::pmu::{PmuCaps, PmuKind};
 
-use super::vcounter::{VcError, VirtualCounters};
+use super::abi::EINVAL;
+use super::vcounter::{MAX_SLOTS, VcError, VirtualCounters};
 use crate::pmu::backend::{Counter, CounterSet, PmuBackend, PmuError};
 use crate::pmu::msr::Msr;
 
@@ -57,6 +63,40 @@ impl From<VcError> for HwError {
     fn from(e: VcError) -> Self {
         HwError::Counters(e)
     }
+}
+
+/// The slots for a `counters_configure` request: `raw[i]` (a GP event-select encoding of
+/// `vendor`) is counted on GP counter `i`, with the PMU's GP width. `EINVAL` for any event on a
+/// PMU without GP counters (the TSC-only backend), more events than GP counters (or than
+/// [`MAX_SLOTS`]), an encoding that does not decode (reserved bits), one with EN or INT set
+/// (the kernel starts the counters; no sampling), or AnyThread where the PMU does not allow it.
+/// The empty request is always valid (no slots).
+pub fn parse_counter_config(
+    vendor: Vendor,
+    caps: &PmuCaps,
+    raw: &[u64],
+) -> Result<Vec<(Counter, EventSelect, Modifiers, u8)>, i64> {
+    if raw.is_empty() {
+        return Ok(Vec::new());
+    }
+    if caps.kind == PmuKind::TscOnly
+        || caps.gp_width == 0
+        || raw.len() > usize::from(caps.gp_counters)
+        || raw.len() > MAX_SLOTS
+    {
+        return Err(EINVAL);
+    }
+    raw.iter()
+        .enumerate()
+        .map(|(i, &bits)| {
+            let d = decode_gp_event_select(vendor, bits).map_err(|_| EINVAL)?;
+            if d.enable || d.modifiers.int || (d.select.any_thread && !caps.any_thread) {
+                return Err(EINVAL);
+            }
+            let index = u8::try_from(i).map_err(|_| EINVAL)?;
+            Ok((Counter::Gp(index), d.select, d.modifiers, caps.gp_width))
+        })
+        .collect()
 }
 
 /// The counters of `slots`.
@@ -242,6 +282,119 @@ mod tests {
         let mut pmu = AmdPmu::new(sim.caps());
         let slots = [slot(Counter::Gp(0), 0xc0, 0), slot(Counter::Gp(3), 0x76, 0)];
         time_share(&mut pmu, &mut sim, &slots);
+    }
+
+    const USR_OS: u64 = (1 << 16) | (1 << 17);
+
+    #[test]
+    fn config_tsc_only_accepts_only_the_empty_list() {
+        let caps = PmuCaps::tsc_only(Vendor::Intel, None);
+        assert_eq!(
+            parse_counter_config(Vendor::Intel, &caps, &[]),
+            Ok(Vec::new())
+        );
+        assert_eq!(
+            parse_counter_config(Vendor::Intel, &caps, &[0xc0 | USR_OS]),
+            Err(EINVAL)
+        );
+        let caps = PmuCaps::tsc_only(Vendor::Amd, None);
+        assert_eq!(
+            parse_counter_config(Vendor::Amd, &caps, &[0x76 | USR_OS]),
+            Err(EINVAL)
+        );
+    }
+
+    #[test]
+    fn config_intel_assigns_gp_counters_in_order_and_programs() {
+        let mut sim = SimPmu::intel(IntelConfig::V4_SKYLAKE);
+        let caps = sim.caps();
+        let raw = [0xc0 | USR_OS, 0x3c | (1 << 16), 0x01c2 | USR_OS | (2 << 24)];
+        let parsed = parse_counter_config(Vendor::Intel, &caps, &raw).unwrap();
+        assert_eq!(parsed.len(), 3);
+        for (i, (counter, _, m, width)) in parsed.iter().enumerate() {
+            assert_eq!(*counter, Counter::Gp(i as u8));
+            assert_eq!(*width, caps.gp_width);
+            assert!(m.usr);
+        }
+        assert_eq!(parsed[0].1, EventSelect::new(0xc0, 0));
+        assert!(!parsed[1].2.os);
+        assert_eq!((parsed[2].1.umask, parsed[2].1.cmask), (0x01, 2));
+        // The backend takes them.
+        let mut pmu = IntelArchPmu::new(caps);
+        pmu.reset(&mut sim).unwrap();
+        let slots: Vec<HwSlot> = parsed
+            .into_iter()
+            .map(|(counter, select, modifiers, _)| HwSlot {
+                counter,
+                select,
+                modifiers,
+            })
+            .collect();
+        let mut vc = VirtualCounters::new();
+        program(&mut pmu, &mut sim, &slots, &mut vc).unwrap();
+        assert_eq!(vc.len(), 3);
+        switch_in(&mut pmu, &mut sim, &slots, &mut vc, 100).unwrap();
+        sim.count(Counter::Gp(1), 42);
+        switch_out(&mut pmu, &mut sim, &slots, &mut vc, 200).unwrap();
+        assert_eq!(vc.values().get(1), Some(42));
+        release(&mut pmu, &mut sim, &slots).unwrap();
+    }
+
+    #[test]
+    fn config_amd_extended_event_codes_decode() {
+        let sim = SimPmu::amd(AmdFlavour::PerfMonV2(6));
+        let caps = sim.caps();
+        // Event 0x1c0 (bits 11:8 at 35:32).
+        let raw = [0xc0 | USR_OS | (1 << 32), 0x76 | USR_OS];
+        let parsed = parse_counter_config(Vendor::Amd, &caps, &raw).unwrap();
+        assert_eq!(parsed[0].1.code, 0x1c0);
+        assert_eq!(parsed[1].0, Counter::Gp(1));
+        // AnyThread (bit 21) and bit 19 are reserved on AMD.
+        for bad in [1u64 << 21, 1 << 19, 1 << 63] {
+            assert_eq!(
+                parse_counter_config(Vendor::Amd, &caps, &[0x76 | USR_OS | bad]),
+                Err(EINVAL)
+            );
+        }
+    }
+
+    #[test]
+    fn config_rejects_en_int_reserved_bits_and_too_many_events() {
+        let sim = SimPmu::intel(IntelConfig::V4_SKYLAKE);
+        let caps = sim.caps();
+        for bad in [
+            1u64 << 22, // EN
+            1 << 20,    // INT
+            1 << 19,    // pin control
+            1 << 34,    // reserved
+            1 << 63,    // reserved
+        ] {
+            assert_eq!(
+                parse_counter_config(Vendor::Intel, &caps, &[0xc0 | USR_OS | bad]),
+                Err(EINVAL),
+                "{bad:#x}"
+            );
+        }
+        let n = usize::from(caps.gp_counters);
+        let ok = alloc::vec![0xc0 | USR_OS; n];
+        assert_eq!(
+            parse_counter_config(Vendor::Intel, &caps, &ok).map(|v| v.len()),
+            Ok(n)
+        );
+        let too_many = alloc::vec![0xc0 | USR_OS; n + 1];
+        assert_eq!(
+            parse_counter_config(Vendor::Intel, &caps, &too_many),
+            Err(EINVAL)
+        );
+        let big = PmuCaps {
+            gp_counters: 40,
+            ..caps
+        };
+        let over = alloc::vec![0xc0 | USR_OS; MAX_SLOTS + 1];
+        assert_eq!(
+            parse_counter_config(Vendor::Intel, &big, &over),
+            Err(EINVAL)
+        );
     }
 
     #[test]

@@ -5,7 +5,8 @@
 //! - `vcounter`: per-task 64-bit virtual counters (the perfctr model), exact at any width;
 //! - `user_page`: the read-only page a task reads its counters from without a system call;
 //! - `hwslots`: a task's hardware counters around its runs (program, switch in / out) on any
-//!   PMU backend, host-tested on the simulated PMU (not wired into `run` yet);
+//!   PMU backend, host-tested on the simulated PMU, and the validation of `counters_configure`
+//!   (wired into `run`);
 //! - `abi`: syscall numbers, error codes, fixed user addresses, the pure parts of the syscalls;
 //! - `ring3` (bare metal only): what the runners share (`write`, user-mode `fault` records,
 //!   interrupts taken in ring 3);

@@ -18,25 +18,29 @@
 //!
 //! # Virtual TSC
 //!
-//! Each task has [`VirtualCounters`] with no hardware slots (the TSC-only model: on every
-//! backend for now). The kernel resumes them (RDTSC) right before every entry to ring 3 and
-//! suspends them (RDTSC) right after every return from it, whether by SYSCALL, exception or
-//! interrupt, and publishes the counter page after each of the two, so the virtual TSC counts
-//! only the time the task ran in ring 3 plus the kernel's own entry and exit paths between those
-//! two RDTSCs and the privilege switch (a fixed number of instructions per kernel entry), never
-//! the time spent serving a syscall or an interrupt. Round-robin measures that fixed part for an
-//! interrupt round trip ([`calibrate_switch`]) and takes it off at every interrupt exit, so a
-//! preempted task reads the same deltas as an undisturbed one.
+//! Each task has [`VirtualCounters`]: the virtual TSC, plus one slot per hardware counter when the
+//! task configured events (`counters_configure`, on a PMU; none on the TSC-only backend). A task
+//! with slots has its events reprogrammed on its GP counters at every switch-in (tasks share the
+//! counters) and `hwslots::switch_in` / `switch_out` around each run; its counters are released
+//! when it ends. The kernel resumes them (RDTSC) right before every entry to ring 3 and suspends
+//! them (RDTSC) right after every return from it, whether by SYSCALL, exception or interrupt, and
+//! publishes the counter page after each of the two, so the virtual TSC counts only the time the
+//! task ran in ring 3 plus the kernel's own entry and exit paths between those two RDTSCs and the
+//! privilege switch (a fixed number of instructions per kernel entry), never the time spent serving
+//! a syscall or an interrupt. Round-robin measures that fixed part for an interrupt round trip
+//! ([`calibrate_switch`]) and takes it off at every interrupt exit, so a preempted task reads the
+//! same deltas as an undisturbed one.
 //!
 //! # RDPMC
 //!
-//! CR4.PCE is clear (it is set only around the ring-3 runs of a task whose counters are live
-//! in hardware counters, which none is yet: `pce` in `task_exit`), so RDPMC in ring 3 raises #GP (hardware) or #UD (QEMU's TCG). The kernel
-//! reads the two bytes at the faulting RIP through the address space; if they are `0F 33` it
-//! emulates the instruction: EDX:EAX = the task's 64-bit virtual value for index ECX
-//! ([`VIRTUAL_TSC_INDEX`] for the virtual TSC, as of the trap), RIP += 2. An index the task
-//! has no counter for ends the task with a `fault` record (the CPU's vector) whose `detail` says
-//! so.
+//! CR4.PCE is clear except around the ring-3 runs of a task whose counters are live in hardware
+//! counters (`pce` in `task_exit`; the counter page then has their RDPMC indices), so RDPMC in ring
+//! 3 of a TSC-only task, or with the virtual TSC's index, raises #GP (hardware) or #UD (QEMU's
+//! TCG). The kernel reads the two bytes at the faulting RIP through the address space; if they are
+//! `0F 33` it emulates the instruction: EDX:EAX = the task's 64-bit virtual value for index ECX
+//! ([`VIRTUAL_TSC_INDEX`] for the virtual TSC, GP n for slot n, as of the trap), RIP += 2. An index
+//! the task has no counter for ends the task with a `fault` record (the CPU's vector) whose
+//! `detail` says so.
 
 use alloc::format;
 use alloc::vec::Vec;
@@ -54,10 +58,12 @@ use super::abi::{
     REPORT_MAX, SPAWN_ADD_CHILD, STACK_PAGES, STACK_TOP, USER_PAGE_ADDR, VIRTUAL_TSC_INDEX, nr,
 };
 use super::elf::{self, Limits, LoadPlan};
+use super::hwslots::{self, HwSlot};
 use super::ring3::{self, Task, report_fault, sys_write};
 use super::user_page::UserPage;
-use super::vcounter::VirtualCounters;
+use super::vcounter::{MAX_SLOTS, VirtualCounters};
 use crate::console::record;
+use crate::pmu::backend::Counter;
 use crate::say;
 use crate::traps;
 
@@ -67,6 +73,14 @@ const INVALID_OPCODE: u8 = 6;
 const GENERAL_PROTECTION: u8 = 13;
 /// The RDPMC instruction.
 const RDPMC: [u8; 2] = [0x0f, 0x33];
+
+/// The RDPMC ECX that names `counter` to the emulation: GP n is n, fixed n is `(1 << 30) | n`.
+fn rdpmc_ecx(counter: Counter) -> u32 {
+    match counter {
+        Counter::Gp(n) => u32::from(n),
+        Counter::Fixed(n) => (1 << 30) | u32::from(n),
+    }
+}
 
 /// What happened to the payloads of the ramdisk.
 #[derive(Clone, Copy, Debug, Default)]
@@ -532,6 +546,13 @@ struct Running {
     children: Vec<Child>,
     /// Waiting (`wait`) for the child with this `task_index`: not scheduled.
     blocked_on: Option<u64>,
+    /// The task's hardware counters (`counters_configure` with events, on a PMU), slot i of
+    /// `vc` on `hw[i]`; empty: TSC-only.
+    hw: Vec<HwSlot>,
+    /// RDPMC ECX of each `hw` slot's counter for the counter page (`None`: not readable).
+    hw_rdpmc: Vec<Option<u32>>,
+    /// A PMU error while switching the task's counters was already reported.
+    hw_error_reported: bool,
 }
 
 /// A child of a task, as its parent sees it.
@@ -555,6 +576,7 @@ impl Drop for Running {
         if self.spawned {
             SPAWNED_LIVE.fetch_sub(1, Ordering::Relaxed);
         }
+        self.release_hw();
     }
 }
 
@@ -605,6 +627,9 @@ impl Running {
             children: Vec::new(),
             blocked_on: None,
             spawned: false,
+            hw: Vec::new(),
+            hw_rdpmc: Vec::new(),
+            hw_error_reported: false,
         }
     }
 
@@ -662,10 +687,80 @@ impl Running {
     }
 
     /// Whether the task's counters live in hardware counters while it runs (then ring 3 may
-    /// execute RDPMC itself: CR4.PCE). Never yet: the task runner programs no hardware counters
-    /// (the TSC-only model on every backend).
+    /// execute RDPMC itself: CR4.PCE): it configured events on a PMU.
     fn uses_hardware_counters(&self) -> bool {
-        false
+        !self.hw.is_empty()
+    }
+
+    /// Stops and clears the task's hardware counters (it ended or reconfigures).
+    fn release_hw(&mut self) {
+        if self.hw.is_empty() {
+            return;
+        }
+        let hw = &self.hw;
+        let _ =
+            crate::counters::with_pmu(|pmu, msr| hwslots::release(pmu.backend.as_mut(), msr, hw));
+    }
+
+    /// A PMU error switching the task's counters: an `error` record (once per task).
+    fn report_hw_error(&mut self, e: hwslots::HwError) {
+        if self.hw_error_reported {
+            return;
+        }
+        self.hw_error_reported = true;
+        let task = self.task;
+        record("error", |r| {
+            r.str("source", "tasks")
+                .str("task", task.name)
+                .u64("task_index", task.index)
+                .str(
+                    "message",
+                    &format!("switching the task's hardware counters: {e}"),
+                )
+        });
+    }
+
+    /// Switch-in of a task with hardware counters: its events are loaded into its counters
+    /// (other tasks may have used them since), then `hwslots::switch_in` (read, resume,
+    /// enable). On a PMU error the virtual counters still resume (those slots count nothing).
+    fn switch_in_hw(&mut self, tsc: u64) {
+        let (hw, vc) = (&self.hw, &mut self.vc);
+        let result = crate::counters::with_pmu(|pmu, msr| {
+            let backend = pmu.backend.as_mut();
+            for s in hw {
+                backend.program(msr, s.counter, &s.select, &s.modifiers)?;
+            }
+            hwslots::switch_in(backend, msr, hw, vc, tsc)
+        });
+        let result = result.unwrap_or(Err(hwslots::HwError::Pmu(
+            crate::pmu::backend::PmuError::NotSupported("no PMU"),
+        )));
+        if let Err(e) = result {
+            if !self.vc.is_running() {
+                let zeros = alloc::vec![0u64; self.vc.len()];
+                let _ = self.vc.resume(&zeros, tsc);
+            }
+            self.report_hw_error(e);
+        }
+    }
+
+    /// Switch-out of a task with hardware counters: `hwslots::switch_out` (disable, read,
+    /// suspend). On a PMU error the virtual counters still suspend (adding nothing).
+    fn switch_out_hw(&mut self, tsc: u64) {
+        let (hw, vc) = (&self.hw, &mut self.vc);
+        let result = crate::counters::with_pmu(|pmu, msr| {
+            hwslots::switch_out(pmu.backend.as_mut(), msr, hw, vc, tsc)
+        });
+        let result = result.unwrap_or(Err(hwslots::HwError::Pmu(
+            crate::pmu::backend::PmuError::NotSupported("no PMU"),
+        )));
+        if let Err(e) = result {
+            if self.vc.is_running() {
+                let starts: Vec<u64> = self.vc.slots().iter().map(|s| s.start).collect();
+                let _ = self.vc.suspend(&starts, tsc);
+            }
+            self.report_hw_error(e);
+        }
     }
 
     /// TSC ticks of its budget the task has left (`None`: no budget).
@@ -776,18 +871,27 @@ impl Running {
     /// Copies the counter page into the task (the page is read-only for the task, so the
     /// kernel writes it through its own mapping).
     fn publish(&mut self) {
-        self.page.publish(&self.vc, |_| None);
+        let (hw, rdpmc) = (&self.hw, &self.hw_rdpmc);
+        self.page.publish(&self.vc, |c| {
+            hw.iter()
+                .position(|s| s.counter == c)
+                .and_then(|i| rdpmc.get(i).copied().flatten())
+        });
         let _ = self.space.write(USER_PAGE_ADDR, &self.page.to_bytes());
     }
 
     /// Runs the task in ring 3 once, with its virtual TSC running only meanwhile. After an
     /// interrupt the preemption compensation is taken off (never below the resume's reading).
     fn enter(&mut self) -> Exit {
-        let _ = self.vc.resume(&[], hwcpu::rdtsc());
-        self.publish();
-        // CR4.PCE only while a task with live hardware counters runs (none yet: every task is
-        // TSC-only, so RDPMC always traps and is emulated); it is clear whenever the kernel runs.
+        // CR4.PCE only while a task with live hardware counters runs (a TSC-only task's RDPMC
+        // always traps and is emulated); it is clear whenever the kernel runs.
         let pce = self.uses_hardware_counters();
+        if pce {
+            self.switch_in_hw(hwcpu::rdtsc());
+        } else {
+            let _ = self.vc.resume(&[], hwcpu::rdtsc());
+        }
+        self.publish();
         if pce {
             hwcpu::set_user_rdpmc(true);
             self.pce_entries += 1;
@@ -810,7 +914,11 @@ impl Running {
                     .saturating_sub(self.preempt_compensation),
             );
         }
-        let _ = self.vc.suspend(&[], now);
+        if pce {
+            self.switch_out_hw(now);
+        } else {
+            let _ = self.vc.suspend(&[], now);
+        }
         self.publish();
         exit
     }
@@ -921,6 +1029,8 @@ impl Running {
         let mut child = Running::start(task, &plan, space, self.tsc_hz);
         child.spawned = true;
         child.vc = self.vc.inherit();
+        child.hw = self.hw.clone();
+        child.hw_rdpmc = self.hw_rdpmc.clone();
         child.budget = self.budget;
         child.ramdisk = self.ramdisk;
         child.parent = Some(parent.index);
@@ -1012,19 +1122,83 @@ impl Running {
         }
     }
 
-    /// `counters_configure(ptr, count)`: only the empty configuration exists on the TSC-only
-    /// model (it starts a new generation, the virtual TSC from 0); any event is `EINVAL`.
+    /// `counters_configure(ptr, count)`: `count` GP event-select encodings, counted on GP
+    /// counters 0..count (`hwslots::parse_counter_config`: any event is `EINVAL` on the
+    /// TSC-only backend). Starts a new generation (every count and the virtual TSC from 0);
+    /// returns it. On an error the old configuration stays.
     fn configure(&mut self, ptr: u64, count: u64) -> i64 {
         if count == 0 {
+            let old = self.vc.clone();
             return match self.vc.configure(&[]) {
-                Ok(()) => self.vc.generation() as i64,
-                Err(_) => EINVAL,
+                Ok(()) => {
+                    self.release_hw();
+                    self.hw.clear();
+                    self.hw_rdpmc.clear();
+                    self.vc.generation() as i64
+                }
+                Err(_) => {
+                    self.vc = old;
+                    EINVAL
+                }
             };
         }
         let in_memory = count
             .checked_mul(8)
             .is_some_and(|len| self.space.check(ptr, len).is_ok());
-        if in_memory { EINVAL } else { EFAULT }
+        if !in_memory {
+            return EFAULT;
+        }
+        if count > MAX_SLOTS as u64 {
+            return EINVAL;
+        }
+        let mut bytes = alloc::vec![0u8; count as usize * 8];
+        if self.space.read(ptr, &mut bytes).is_err() {
+            return EFAULT;
+        }
+        let raw: Vec<u64> = bytes
+            .as_chunks::<8>()
+            .0
+            .iter()
+            .map(|c| u64::from_le_bytes(*c))
+            .collect();
+        let mut vc = self.vc.clone();
+        let old = core::mem::take(&mut self.hw);
+        let result = crate::counters::with_pmu(|pmu, msr| {
+            let backend = pmu.backend.as_mut();
+            let caps = *backend.caps();
+            let parsed = hwslots::parse_counter_config(caps.vendor, &caps, &raw)?;
+            let slots: Vec<HwSlot> = parsed
+                .into_iter()
+                .map(|(counter, select, modifiers, _)| HwSlot {
+                    counter,
+                    select,
+                    modifiers,
+                })
+                .collect();
+            let _ = hwslots::release(backend, msr, &old);
+            if hwslots::program(backend, msr, &slots, &mut vc).is_err() {
+                let _ = hwslots::release(backend, msr, &slots);
+                return Err(EINVAL);
+            }
+            let rdpmc: Vec<Option<u32>> = slots
+                .iter()
+                .map(|s| hwslots::rdpmc_index(backend, &slots, s.counter))
+                .collect();
+            Ok((slots, rdpmc))
+        });
+        match result.unwrap_or(Err(EINVAL)) {
+            Ok((slots, rdpmc)) => {
+                self.hw = slots;
+                self.hw_rdpmc = rdpmc;
+                self.vc = vc;
+                self.vc.generation() as i64
+            }
+            Err(e) => {
+                // The old configuration stays (its counters are reprogrammed at switch-in).
+                self.hw = old;
+                e
+            }
+        }
     }
 
     /// `report(ptr, len)`: a `report` record, with `values` when the text is `key=value` lines,
@@ -1072,12 +1246,16 @@ impl Running {
             return Err(None);
         }
         let index = self.ctx.rcx as u32;
+        let slot = self.hw.iter().position(|s| rdpmc_ecx(s.counter) == index);
         let value = if index == VIRTUAL_TSC_INDEX {
             self.vc.values().tsc
+        } else if let Some(v) = slot.and_then(|i| self.vc.values().get(i)) {
+            v
         } else {
             return Err(Some(format!(
                 "rdpmc index {index:#x}: the task has no counter with this index (its virtual \
-                 TSC is index {VIRTUAL_TSC_INDEX:#x}; no hardware counters are configured)"
+                 TSC is index {VIRTUAL_TSC_INDEX:#x}; {} hardware counters are configured)",
+                self.hw.len()
             )));
         };
         self.ctx.rax = value & 0xffff_ffff;
