@@ -221,6 +221,9 @@ fn the_counter_page_and_emulated_rdpmc_agree() {
         assert_eq!(reported(outcome, "rdpmc", "counters_read_n"), 0);
         assert_eq!(reported(outcome, "rdpmc", "generation"), 1);
         assert_eq!(reported(outcome, "rdpmc", "diff"), emulated - fast);
+        // counters_stop freezes the virtual TSC; counters_start lets it move again.
+        assert_eq!(reported(outcome, "rdpmc", "stopped_delta"), 0);
+        assert!(reported(outcome, "rdpmc", "started_delta") > 1000);
         diffs.push(emulated - fast);
         // Then RDPMC with index 0, a counter the task does not have: a user fault saying so.
         let fault = task_record(outcome, "fault", "rdpmc");

@@ -533,6 +533,11 @@ struct Running {
     budget: Option<Budget>,
     /// Entries into ring 3 with CR4.PCE set (RDPMC in hardware, not emulated).
     pce_entries: u64,
+    /// `counters_stop` clears it: the task's virtual counters (events and virtual TSC) stay
+    /// frozen until `counters_start`.
+    counting: bool,
+    /// TSC ticks the task ran in ring 3, counting or not (the watchdog's measure).
+    run_tsc: u64,
     /// Started by `spawn` (counted in [`SPAWNED_LIVE`] until dropped).
     spawned: bool,
     /// The ramdisk (`spawn` looks payloads up in it).
@@ -621,6 +626,8 @@ impl Running {
             entries: user::EntryCounts::default(),
             budget: None,
             pce_entries: 0,
+            counting: true,
+            run_tsc: 0,
             ramdisk: &[],
             parent: None,
             add_to_parent: false,
@@ -765,8 +772,7 @@ impl Running {
 
     /// TSC ticks of its budget the task has left (`None`: no budget).
     fn remaining_budget(&self) -> Option<u64> {
-        self.budget
-            .map(|b| b.tsc().saturating_sub(self.vc.values().tsc))
+        self.budget.map(|b| b.tsc().saturating_sub(self.run_tsc))
     }
 
     /// The watchdog ends the task: its `task_killed` record.
@@ -885,11 +891,15 @@ impl Running {
     fn enter(&mut self) -> Exit {
         // CR4.PCE only while a task with live hardware counters runs (a TSC-only task's RDPMC
         // always traps and is emulated); it is clear whenever the kernel runs.
-        let pce = self.uses_hardware_counters();
+        let counting = self.counting;
+        let pce = counting && self.uses_hardware_counters();
+        // One reading starts both the virtual counters and the watchdog's run time, so the two
+        // advance identically while the task counts.
+        let resumed = hwcpu::rdtsc();
         if pce {
-            self.switch_in_hw(hwcpu::rdtsc());
-        } else {
-            let _ = self.vc.resume(&[], hwcpu::rdtsc());
+            self.switch_in_hw(resumed);
+        } else if counting {
+            let _ = self.vc.resume(&[], resumed);
         }
         self.publish();
         if pce {
@@ -908,15 +918,22 @@ impl Running {
         if let Exit::Trap { vector, .. } = exit
             && ring3::is_interrupt(vector)
         {
-            let start = self.vc.tsc().start;
+            // The compensation applies from the resume reading (or, with counting stopped,
+            // from the entry).
+            let start = if counting {
+                self.vc.tsc().start
+            } else {
+                resumed
+            };
             now = start.wrapping_add(
                 now.wrapping_sub(start)
                     .saturating_sub(self.preempt_compensation),
             );
         }
+        self.run_tsc = self.run_tsc.saturating_add(now.wrapping_sub(resumed));
         if pce {
             self.switch_out_hw(now);
-        } else {
+        } else if counting {
             let _ = self.vc.suspend(&[], now);
         }
         self.publish();
@@ -955,7 +972,14 @@ impl Running {
                 Err(e) => e,
             },
             nr::COUNTERS_CONFIGURE => self.configure(a, b),
-            nr::COUNTERS_START | nr::COUNTERS_STOP => 0,
+            nr::COUNTERS_START => {
+                self.counting = true;
+                0
+            }
+            nr::COUNTERS_STOP => {
+                self.counting = false;
+                0
+            }
             nr::COUNTERS_RESET => match self.vc.reset() {
                 Ok(()) => self.vc.generation() as i64,
                 Err(_) => EINVAL,

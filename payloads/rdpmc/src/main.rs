@@ -53,6 +53,25 @@ fn payload_main() -> i64 {
             let _ = write!(buf, "\ntime_error={e:?}");
         }
     }
+    // counters_stop freezes the virtual TSC: two reads around some work give the same value;
+    // after counters_start it moves again.
+    let _ = baremark_sdk::counters_stop();
+    let frozen_a = counters::read_tsc_fast().unwrap_or(0);
+    for i in 0..1000u64 {
+        core::hint::black_box(i);
+    }
+    let frozen_b = counters::read_tsc_fast().unwrap_or(0);
+    let _ = baremark_sdk::counters_start();
+    for i in 0..1000u64 {
+        core::hint::black_box(i);
+    }
+    let moving = counters::read_tsc_fast().unwrap_or(0);
+    let _ = write!(
+        buf,
+        "\nstopped_delta={}\nstarted_delta={}",
+        frozen_b.wrapping_sub(frozen_a),
+        moving.wrapping_sub(frozen_b)
+    );
     // Bad arguments come back as error codes: an event on a machine without counters, a result
     // buffer in the task's read-only code.
     let event = [0x4100c0u64];

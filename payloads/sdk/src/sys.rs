@@ -118,6 +118,17 @@ pub fn counters_read(values: &mut [u64]) -> Result<CountersRead, Error> {
 
 /// `counters_configure`: the events (encodings as `baremark events encode` prints them) the
 /// task's virtual counters count; returns the new generation.
+/// Starts the task's virtual counters again after [`counters_stop`] (they start counting on
+/// their own when the task begins).
+pub fn counters_start() -> Result<u64, Error> {
+    Error::check(syscall0(nr::COUNTERS_START))
+}
+
+/// Freezes the task's virtual counters (events and virtual TSC) until [`counters_start`].
+pub fn counters_stop() -> Result<u64, Error> {
+    Error::check(syscall0(nr::COUNTERS_STOP))
+}
+
 pub fn counters_configure(events: &[u64]) -> Result<u64, Error> {
     Error::check(syscall3(
         nr::COUNTERS_CONFIGURE,
