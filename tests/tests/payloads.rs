@@ -69,3 +69,29 @@ fn the_sdk_reads_the_kernels_counter_page_layout() {
         );
     }
 }
+
+/// The SDK cannot depend on the kernel, so it carries its own copy of the syscall numbers:
+/// they must be the kernel's.
+#[test]
+fn the_sdk_and_the_kernel_agree_on_syscall_numbers() {
+    use baremark_kernel::task::abi::nr as k;
+    use baremark_sdk::nr as s;
+    let pairs = [
+        (s::EXIT, k::EXIT),
+        (s::WRITE, k::WRITE),
+        (s::COUNTERS_CONFIGURE, k::COUNTERS_CONFIGURE),
+        (s::COUNTERS_START, k::COUNTERS_START),
+        (s::COUNTERS_STOP, k::COUNTERS_STOP),
+        (s::COUNTERS_RESET, k::COUNTERS_RESET),
+        (s::COUNTERS_READ, k::COUNTERS_READ),
+        (s::YIELD, k::YIELD),
+        (s::SPAWN, k::SPAWN),
+        (s::WAIT, k::WAIT),
+        (s::REPORT, k::REPORT),
+        (s::TIME, k::TIME),
+        (s::USER_PAGE, k::USER_PAGE),
+    ];
+    for (i, (sdk, kernel)) in pairs.into_iter().enumerate() {
+        assert_eq!(sdk, kernel, "syscall pair {i}");
+    }
+}
