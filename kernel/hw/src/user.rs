@@ -626,28 +626,26 @@ impl AddressSpace {
 
     /// Checks that `[vaddr, vaddr + len)` is mapped user memory of this address space.
     pub fn check(&self, vaddr: u64, len: u64) -> Result<(), AccessError> {
-        let end = vaddr
-            .checked_add(len)
-            .filter(|&e| e <= USER_END)
-            .ok_or(AccessError {
-                addr: vaddr.max(USER_END),
-            })?;
-        let mut page = vaddr & !(PAGE_SIZE - 1);
-        while page < end {
-            if self.walk(page).is_none() {
-                return Err(AccessError {
-                    addr: page.max(vaddr),
-                });
-            }
-            page += PAGE_SIZE;
-        }
-        Ok(())
+        self.check_pages(vaddr, len, |page| self.walk(page).is_some())
     }
 
     /// Checks that `[vaddr, vaddr + len)` is mapped user memory the task itself may write
     /// (writable at every paging level): where a syscall may store a result. The task's code,
     /// read-only data and counter page are mapped but not writable by it.
     pub fn check_writable(&self, vaddr: u64, len: u64) -> Result<(), AccessError> {
+        self.check_pages(vaddr, len, |page| {
+            self.walk_flags(page).is_some_and(|(_, writable)| writable)
+        })
+    }
+
+    /// Checks `ok` for every page of `[vaddr, vaddr + len)`, which must end in the user range;
+    /// the error names the first address that fails.
+    fn check_pages(
+        &self,
+        vaddr: u64,
+        len: u64,
+        ok: impl Fn(u64) -> bool,
+    ) -> Result<(), AccessError> {
         let end = vaddr
             .checked_add(len)
             .filter(|&e| e <= USER_END)
@@ -656,7 +654,7 @@ impl AddressSpace {
             })?;
         let mut page = vaddr & !(PAGE_SIZE - 1);
         while page < end {
-            if !self.walk_flags(page).is_some_and(|(_, writable)| writable) {
+            if !ok(page) {
                 return Err(AccessError {
                     addr: page.max(vaddr),
                 });
