@@ -54,6 +54,9 @@ fn the_sdk_reads_the_kernels_counter_page_layout() {
     assert_eq!(sdk::SIZE_OFFSET, offset_of!(UserPage, size));
     assert_eq!(sdk::TSC_OFFSET, offset_of!(UserPage, tsc));
     assert_eq!(sdk::SLOTS_OFFSET, offset_of!(UserPage, slots));
+    assert_eq!(sdk::INTERRUPTS_OFFSET, offset_of!(UserPage, interrupts));
+    assert_eq!(sdk::TSC_ADD_OFFSET, offset_of!(UserPage, tsc_offset));
+    assert_eq!(sdk::TSC_MASK_OFFSET, offset_of!(UserPage, tsc_mask));
     assert_eq!(sdk::MAX_SLOTS, MAX_SLOTS);
     assert_eq!(sdk::SIZE, size_of::<UserPage>());
     assert_eq!(sdk::SLOT_SIZE, size_of::<PageSlot>());
@@ -90,6 +93,12 @@ fn the_sdk_and_the_kernel_agree_on_syscall_numbers() {
         (s::REPORT, k::REPORT),
         (s::TIME, k::TIME),
         (s::USER_PAGE, k::USER_PAGE),
+        (s::READ_WINDOW, k::READ_WINDOW),
+        (s::BENCH_PLAN, k::BENCH_PLAN),
+        (s::BENCH_BEGIN, k::BENCH_BEGIN),
+        (s::BENCH_GROUP, k::BENCH_GROUP),
+        (s::BENCH_SAMPLES, k::BENCH_SAMPLES),
+        (s::BENCH_END, k::BENCH_END),
     ];
     for (i, (sdk, kernel)) in pairs.into_iter().enumerate() {
         assert_eq!(sdk, kernel, "syscall pair {i}");

@@ -21,6 +21,12 @@ pub mod nr {
     pub const REPORT: u64 = 10;
     pub const TIME: u64 = 11;
     pub const USER_PAGE: u64 = 12;
+    pub const READ_WINDOW: u64 = 13;
+    pub const BENCH_PLAN: u64 = 14;
+    pub const BENCH_BEGIN: u64 = 15;
+    pub const BENCH_GROUP: u64 = 16;
+    pub const BENCH_SAMPLES: u64 = 17;
+    pub const BENCH_END: u64 = 18;
 }
 
 /// A bad argument.

@@ -60,7 +60,7 @@ use super::abi::{
 use super::elf::{self, Limits, LoadPlan};
 use super::hwslots::{self, HwSlot};
 use super::ring3::{self, Task, report_fault, sys_write};
-use super::user_page::UserPage;
+use super::user_page::{self, UserPage};
 use super::vcounter::{MAX_SLOTS, VirtualCounters};
 use crate::console::record;
 use crate::pmu::backend::Counter;
@@ -558,6 +558,10 @@ struct Running {
     hw_rdpmc: Vec<Option<u32>>,
     /// A PMU error while switching the task's counters was already reported.
     hw_error_reported: bool,
+    /// The retry-free virtual TSC reader's window `[lo, hi]` (`read_window`; `user_page` module
+    /// docs): resumed with RIP inside it, the task gets RSI = the published `tsc_offset`.
+    /// `(u64::MAX, u64::MAX)`: none (no canonical RIP is there).
+    read_window: (u64, u64),
 }
 
 /// A child of a task, as its parent sees it.
@@ -637,6 +641,7 @@ impl Running {
             hw: Vec::new(),
             hw_rdpmc: Vec::new(),
             hw_error_reported: false,
+            read_window: (u64::MAX, u64::MAX),
         }
     }
 
@@ -883,6 +888,7 @@ impl Running {
                 .position(|s| s.counter == c)
                 .and_then(|i| rdpmc.get(i).copied().flatten())
         });
+        self.page.interrupts = self.interrupts;
         let _ = self.space.write(USER_PAGE_ADDR, &self.page.to_bytes());
     }
 
@@ -902,6 +908,9 @@ impl Running {
             let _ = self.vc.resume(&[], resumed);
         }
         self.publish();
+        // The retry-free reader's fix-up (same cost whether it applies or not).
+        self.ctx.rsi =
+            user_page::fix_up_offset(self.ctx.rip, self.read_window, self.ctx.rsi, &self.page);
         if pce {
             hwcpu::set_user_rdpmc(true);
             self.pce_entries += 1;
@@ -989,6 +998,7 @@ impl Running {
                 0
             }
             nr::USER_PAGE => USER_PAGE_ADDR as i64,
+            nr::READ_WINDOW => self.set_read_window(a, b),
             nr::SPAWN => self.spawn(a, b, self.ctx.rdx),
             nr::WAIT => match self.wait(a) {
                 Some(result) => result,
@@ -1002,6 +1012,21 @@ impl Running {
         };
         self.ctx.rax = result as u64;
         served
+    }
+
+    /// `read_window(lo, hi)`: registers the retry-free virtual TSC reader's window (`user_page`
+    /// module docs); `(0, 0)` removes it. `EINVAL` unless `lo <= hi`, the window spans at most
+    /// 15 bytes (one instruction between its ends) and lies in the task's memory.
+    fn set_read_window(&mut self, lo: u64, hi: u64) -> i64 {
+        if lo == 0 && hi == 0 {
+            self.read_window = (u64::MAX, u64::MAX);
+            return 0;
+        }
+        if hi < lo || hi - lo > 15 || self.space.check(lo, hi - lo + 1).is_err() {
+            return EINVAL;
+        }
+        self.read_window = (lo, hi);
+        0
     }
 
     /// `spawn(name_ptr, name_len, flags)`: loads `payloads/<name>.elf` from the ramdisk as a

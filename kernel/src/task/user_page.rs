@@ -7,7 +7,7 @@
 //! (`base`) and the raw counter reading it corresponds to (`start`), and the reader adds the
 //! events since then, widened exactly like the kernel does.
 //!
-//! # Layout (version 1, little-endian, `#[repr(C)]`, 576 bytes; the rest of the page is zero)
+//! # Layout (version 1, little-endian, `#[repr(C)]`, 600 bytes; the rest of the page is zero)
 //!
 //! [`UserPage`]:
 //!
@@ -18,9 +18,12 @@
 //! | 8      | 8    | `seq`        | sequence count: odd while the kernel updates the page; every update adds 2 |
 //! | 16     | 8    | `generation` | the task's counter generation ([`VirtualCounters::generation`]) |
 //! | 24     | 4    | `nr_slots`   | configured counter slots (0..=16)                             |
-//! | 28     | 4    | `size`       | `size_of::<UserPage>()` (576): fields beyond it do not exist  |
+//! | 28     | 4    | `size`       | `size_of::<UserPage>()` (600): fields beyond it do not exist  |
 //! | 32     | 32   | `tsc`        | the virtual TSC, a [`PageSlot`] read with RDTSC               |
 //! | 64     | 512  | `slots[16]`  | counter slots 0..16, [`PageSlot`] each; those from `nr_slots` on are zero |
+//! | 576    | 8    | `interrupts` | interrupts the task took while it ran in ring 3 (the harness reads it around each repetition) |
+//! | 584    | 8    | `tsc_offset` | retry-free virtual TSC: `base - start` while counting, `base` while stopped |
+//! | 592    | 8    | `tsc_mask`   | all ones while counting, 0 while stopped: virtual TSC = `(rdtsc & tsc_mask) + tsc_offset` |
 //!
 //! [`PageSlot`] (32 bytes):
 //!
@@ -62,6 +65,31 @@
 //! returning to ring 3); odd values matter for observers on other CPUs, for which the kernel stores
 //! `seq`, then the fields, then `seq` (x86 does not reorder stores with stores: compiler ordering
 //! is enough).
+//!
+//! # The retry-free virtual TSC read
+//!
+//! A seqlock reader that is preempted inside its read window retries, and the retry's own
+//! instructions land in the task's virtual TSC: a measurement taken across a preemption comes out
+//! a few dozen ticks long, where a task that was not preempted reads the exact count. The virtual
+//! TSC therefore has a second reader with no retry at all, in the spirit of Linux's restartable
+//! sequences: the SDK's `baremark_read_vtsc` is
+//!
+//! ```text
+//!         mov rsi, [page + 584]      ; tsc_offset
+//! lo:     mov rcx, [page + 592]      ; tsc_mask
+//! hi:     rdtsc
+//!         (edx:eax & rcx) + rsi
+//! ```
+//!
+//! and the task registers `[lo, hi]` with the `read_window` syscall. Whenever the kernel resumes
+//! the task with RIP in `[lo, hi]` (it was interrupted after loading the offset and before RDTSC),
+//! it sets RSI to the offset it has just published, so the loaded offset always belongs to the
+//! same run as the RDTSC after it. No other interleaving needs help: interrupted before the first
+//! load, the task loads the new offset; interrupted after RDTSC, offset and reading are both from
+//! before the interrupt. The mask cannot change across a preemption (only the task's own
+//! `counters_start` / `counters_stop` change it). The fix-up is branch-free, so it costs the same
+//! number of instructions whether it applies or not, and the preemption compensation (a constant)
+//! stays exact.
 //!
 //! # Why not perf's `offset + sign_extend(raw)`
 //!
@@ -131,10 +159,17 @@ pub struct UserPage {
     pub size: u32,
     pub tsc: PageSlot,
     pub slots: [PageSlot; MAX_SLOTS],
+    /// Interrupts the task has taken while it ran in ring 3 (all of its life).
+    pub interrupts: u64,
+    /// The virtual TSC as `(rdtsc & tsc_mask) + tsc_offset`: `base - start` and all ones while
+    /// the task counts, `base` and 0 while its counting is stopped. The retry-free reader's two
+    /// fields (see "The retry-free virtual TSC read").
+    pub tsc_offset: u64,
+    pub tsc_mask: u64,
 }
 
 const _: () = assert!(size_of::<UserPage>() <= PAGE_SIZE);
-const _: () = assert!(size_of::<UserPage>() == 576);
+const _: () = assert!(size_of::<UserPage>() == 600);
 const _: () = assert!(size_of::<PageSlot>() == 32);
 
 impl Default for UserPage {
@@ -163,6 +198,9 @@ impl UserPage {
             size: size_of::<UserPage>() as u32,
             tsc: PageSlot { width: 64, ..EMPTY },
             slots: [EMPTY; MAX_SLOTS],
+            interrupts: 0,
+            tsc_offset: 0,
+            tsc_mask: 0,
         }
     }
 
@@ -189,7 +227,7 @@ impl UserPage {
         };
     }
 
-    /// Sets every field but `seq` from `vc`. `rdpmc_index` gives the RDPMC ECX of a hardware
+    /// Sets every field but `seq` and `interrupts` from `vc`. `rdpmc_index` gives the RDPMC ECX of a hardware
     /// counter, if ring 3 can read it with RDPMC (the backend's
     /// [`crate::pmu::backend::PmuBackend::rdpmc_index`], or `None` for every counter when CR4.PCE
     /// is clear). A slot gets `index` = ECX + 1 while the task runs and its counter is readable,
@@ -208,6 +246,11 @@ impl UserPage {
             base: tsc.sum,
             start: tsc.start,
             reserved: 0,
+        };
+        (self.tsc_offset, self.tsc_mask) = if running {
+            (tsc.sum.wrapping_sub(tsc.start), u64::MAX)
+        } else {
+            (tsc.sum, 0)
         };
         let mut slots = vc.slots().iter();
         for page_slot in &mut self.slots {
@@ -251,6 +294,9 @@ impl UserPage {
         for (i, s) in self.slots.iter().enumerate() {
             slot(&mut out[64 + 32 * i..96 + 32 * i], s);
         }
+        out[576..584].copy_from_slice(&self.interrupts.to_le_bytes());
+        out[584..592].copy_from_slice(&self.tsc_offset.to_le_bytes());
+        out[592..600].copy_from_slice(&self.tsc_mask.to_le_bytes());
         out
     }
 
@@ -381,6 +427,22 @@ pub fn read_tsc(page: &UserPage, mut rdtsc: impl FnMut() -> u64) -> Option<u64> 
         .map(|r| r.value)
 }
 
+/// The retry-free read of the virtual TSC (module docs): `(rdtsc & tsc_mask) + tsc_offset`.
+/// `loaded_offset` is what the reader loaded before its RDTSC: the kernel's fix-up makes it the
+/// page's current `tsc_offset` whenever the task was interrupted between the two.
+pub fn read_tsc_exact(page: &UserPage, loaded_offset: u64, raw: u64) -> u64 {
+    (raw & page.tsc_mask).wrapping_add(loaded_offset)
+}
+
+/// The kernel's fix-up before resuming a task (module docs): the register the retry-free reader
+/// loaded `tsc_offset` into gets the published value when `rip` is inside `[lo, hi]`, else stays.
+/// Branch-free, so its cost does not depend on where the task was interrupted.
+pub fn fix_up_offset(rip: u64, window: (u64, u64), register: u64, page: &UserPage) -> u64 {
+    let (lo, hi) = window;
+    let inside = rip.wrapping_sub(lo) <= hi.wrapping_sub(lo);
+    core::hint::select_unpredictable(inside, page.tsc_offset, register)
+}
+
 #[cfg(test)]
 mod tests {
     use core::cell::Cell;
@@ -415,7 +477,7 @@ mod tests {
 
     #[test]
     fn layout() {
-        assert_eq!(size_of::<UserPage>(), 576);
+        assert_eq!(size_of::<UserPage>(), 600);
         assert_eq!(core::mem::align_of::<UserPage>(), 8);
         assert_eq!(offset_of!(UserPage, magic), 0);
         assert_eq!(offset_of!(UserPage, version), 4);
@@ -425,6 +487,9 @@ mod tests {
         assert_eq!(offset_of!(UserPage, size), 28);
         assert_eq!(offset_of!(UserPage, tsc), 32);
         assert_eq!(offset_of!(UserPage, slots), 64);
+        assert_eq!(offset_of!(UserPage, interrupts), 576);
+        assert_eq!(offset_of!(UserPage, tsc_offset), 584);
+        assert_eq!(offset_of!(UserPage, tsc_mask), 592);
         assert_eq!(size_of::<PageSlot>(), 32);
         assert_eq!(offset_of!(PageSlot, index), 0);
         assert_eq!(offset_of!(PageSlot, width), 4);
@@ -434,9 +499,48 @@ mod tests {
         assert_eq!(MAGIC.to_le_bytes(), *b"BMVC");
         let page = UserPage::new();
         assert!(page.is_valid());
-        assert_eq!(page.size, 576);
+        assert_eq!(page.size, 600);
         assert_eq!(read(&page, 0, |_| 0), None, "no slots yet");
         assert_eq!(read_tsc(&page, || 99), Some(0), "not running: the base");
+    }
+
+    /// The retry-free read gives what the kernel's accounting gives, running or stopped, and a
+    /// reader interrupted between its load and its RDTSC (others run meanwhile) gets the exact
+    /// value only with the fix-up.
+    #[test]
+    fn retry_free_read_with_fix_up() {
+        let mut vc = VirtualCounters::new();
+        vc.configure(&[]).unwrap();
+        let mut page = UserPage::new();
+        vc.resume(&[], 1_000).unwrap();
+        page.publish(&vc, |_| None);
+        assert_eq!(page.tsc_mask, u64::MAX);
+        assert_eq!(read_tsc_exact(&page, page.tsc_offset, 1_250), 250);
+        // Interrupted after loading the offset: 100 ticks of its own, then 5000 of others.
+        let loaded = page.tsc_offset;
+        vc.suspend(&[], 1_350).unwrap();
+        page.publish(&vc, |_| None);
+        vc.resume(&[], 6_350).unwrap();
+        page.publish(&vc, |_| None);
+        let window = (0x40_1000, 0x40_1004);
+        // Without the fix-up the other tasks' 5000 ticks would be counted.
+        assert_eq!(read_tsc_exact(&page, loaded, 6_360), 5_360);
+        let fixed = fix_up_offset(0x40_1004, window, loaded, &page);
+        assert_eq!(read_tsc_exact(&page, fixed, 6_360), 360);
+        assert_eq!(
+            fix_up_offset(0x40_1000, window, loaded, &page),
+            page.tsc_offset
+        );
+        // Outside the window the register is the task's own business.
+        assert_eq!(fix_up_offset(0x40_0fff, window, 7, &page), 7);
+        assert_eq!(fix_up_offset(0x40_1005, window, 7, &page), 7);
+        assert_eq!(fix_up_offset(0, (u64::MAX, u64::MAX), 7, &page), 7);
+        // Stopped: the frozen value whatever RDTSC says.
+        vc.suspend(&[], 6_400).unwrap();
+        page.publish(&vc, |_| None);
+        assert_eq!(page.tsc_mask, 0);
+        assert_eq!(read_tsc_exact(&page, page.tsc_offset, 99_999), 400);
+        assert_eq!(vc.values().tsc, 400);
     }
 
     #[test]
@@ -461,7 +565,7 @@ mod tests {
         assert_eq!(u64_at(offset_of!(UserPage, seq)), page.seq);
         assert_eq!(u64_at(offset_of!(UserPage, generation)), 9);
         assert_eq!(u32_at(offset_of!(UserPage, nr_slots)), 2);
-        assert_eq!(u32_at(offset_of!(UserPage, size)), 576);
+        assert_eq!(u32_at(offset_of!(UserPage, size)), 600);
         let tsc = offset_of!(UserPage, tsc);
         assert_eq!(u32_at(tsc + offset_of!(PageSlot, index)), 1);
         assert_eq!(u32_at(tsc + offset_of!(PageSlot, width)), 64);

@@ -36,6 +36,25 @@ fn measure(n: u64) -> Option<u64> {
     Some(t1.wrapping_sub(t0))
 }
 
+/// Back-to-back reads of the virtual TSC: the smallest and largest difference over `pairs`
+/// pairs. Run preempted (round-robin), some preemptions land between a read's load and its
+/// RDTSC; the reads must still differ by the same count every time.
+#[inline(never)]
+fn pairs(pairs: u64) -> Option<(u64, u64)> {
+    let (mut lo, mut hi) = (u64::MAX, 0);
+    for _ in 0..pairs {
+        let t0 = counters::read_tsc_fast()?;
+        let t1 = counters::read_tsc_fast()?;
+        let d = t1.wrapping_sub(t0);
+        lo = lo.min(d);
+        hi = hi.max(d);
+    }
+    Some((lo, hi))
+}
+
+/// Pairs of reads [`pairs`] checks.
+const PAIRS: u64 = 2000;
+
 /// Runs the measurement with `n` iterations and reports it; exit code 0, or 1 without a
 /// counter page.
 pub fn run(n: u64) -> i64 {
@@ -47,8 +66,14 @@ pub fn run(n: u64) -> i64 {
     let Some(delta) = measure(core::hint::black_box(n.max(1))) else {
         return 1;
     };
-    let mut buf = baremark_sdk::Buf::<128>::new();
-    let _ = write!(buf, "n={n}\nk={K}\ndelta={delta}");
+    let Some((pair_min, pair_max)) = pairs(PAIRS) else {
+        return 1;
+    };
+    let mut buf = baremark_sdk::Buf::<160>::new();
+    let _ = write!(
+        buf,
+        "n={n}\nk={K}\ndelta={delta}\npairs={PAIRS}\npair_min={pair_min}\npair_max={pair_max}"
+    );
     let _ = baremark_sdk::report(buf.as_str());
     0
 }

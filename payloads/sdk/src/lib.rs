@@ -37,6 +37,12 @@ pub mod nr {
     pub const REPORT: u64 = 10;
     pub const TIME: u64 = 11;
     pub const USER_PAGE: u64 = 12;
+    pub const READ_WINDOW: u64 = 13;
+    pub const BENCH_PLAN: u64 = 14;
+    pub const BENCH_BEGIN: u64 = 15;
+    pub const BENCH_GROUP: u64 = 16;
+    pub const BENCH_SAMPLES: u64 = 17;
+    pub const BENCH_END: u64 = 18;
 }
 
 /// A syscall error (the negative result codes of docs/syscall-abi.md).
@@ -90,8 +96,13 @@ pub mod page {
     pub const SLOTS_OFFSET: usize = 64;
     /// Counter slots on the page.
     pub const MAX_SLOTS: usize = 16;
+    /// Interrupts the task took while it ran (u64).
+    pub const INTERRUPTS_OFFSET: usize = 576;
+    /// The retry-free virtual TSC read: `(rdtsc & tsc_mask) + tsc_offset` (u64 each).
+    pub const TSC_ADD_OFFSET: usize = 584;
+    pub const TSC_MASK_OFFSET: usize = 592;
     /// The size of the page structure.
-    pub const SIZE: usize = 576;
+    pub const SIZE: usize = 600;
     /// One slot: size and field offsets.
     pub const SLOT_SIZE: usize = 32;
     pub const SLOT_INDEX_OFFSET: usize = 0;

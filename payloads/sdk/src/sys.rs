@@ -179,6 +179,37 @@ pub mod counters {
     /// The page's address once checked; 0 before.
     static PAGE: AtomicU64 = AtomicU64::new(0);
 
+    // The retry-free virtual TSC reader (kernel/src/task/user_page.rs, "The retry-free virtual
+    // TSC read"): RDI = the page. The kernel knows `[window_lo, window_hi]` (`read_window`) and,
+    // when it resumes the task there, puts the current `tsc_offset` into RSI, so a preemption
+    // between the load and RDTSC costs the reader nothing: no retry, no extra instructions.
+    core::arch::global_asm!(
+        ".pushsection .text.baremark_read_vtsc, \"ax\", @progbits",
+        ".global baremark_read_vtsc",
+        ".global baremark_read_vtsc_window_lo",
+        ".global baremark_read_vtsc_window_hi",
+        "baremark_read_vtsc:",
+        "    mov rsi, [rdi + {add}]",
+        "baremark_read_vtsc_window_lo:",
+        "    mov rcx, [rdi + {mask}]",
+        "baremark_read_vtsc_window_hi:",
+        "    rdtsc",
+        "    shl rdx, 32",
+        "    or rax, rdx",
+        "    and rax, rcx",
+        "    add rax, rsi",
+        "    ret",
+        ".popsection",
+        add = const TSC_ADD_OFFSET,
+        mask = const TSC_MASK_OFFSET,
+    );
+
+    unsafe extern "C" {
+        fn baremark_read_vtsc(page: u64) -> u64;
+        static baremark_read_vtsc_window_lo: u8;
+        static baremark_read_vtsc_window_hi: u8;
+    }
+
     fn load_u32(base: u64, offset: usize) -> u32 {
         // SAFETY: `base` is the counter page the kernel mapped read-only into this task for its
         // whole life (checked by `page`), and `offset` is a field of its layout (< SIZE),
@@ -206,9 +237,20 @@ pub mod counters {
         {
             return None;
         }
+        // A page without the retry-free fields (an older kernel) is read with the seqlock only.
+        if load_u32(addr, SIZE_OFFSET) as usize >= SIZE {
+            let lo = core::ptr::addr_of!(baremark_read_vtsc_window_lo) as u64;
+            let hi = core::ptr::addr_of!(baremark_read_vtsc_window_hi) as u64;
+            if Error::check(super::syscall3(nr::READ_WINDOW, lo, hi, 0)).is_ok() {
+                RETRY_FREE.store(true, Ordering::Relaxed);
+            }
+        }
         PAGE.store(addr, Ordering::Relaxed);
         Some(addr)
     }
+
+    /// The kernel accepted the retry-free reader's window.
+    static RETRY_FREE: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
 
     /// One slot's value: `base`, plus the events since the kernel's last update when the slot
     /// is live (`index != 0`).
@@ -226,10 +268,23 @@ pub mod counters {
     }
 
     /// The task's virtual TSC (TSC ticks while it ran in ring 3), from the counter page and
-    /// RDTSC: no system call once [`page`] has been called. `None` without a page.
+    /// RDTSC: no system call once [`page`] has been called. `None` without a page. Retry-free
+    /// (a fixed instruction sequence, even across preemptions) when the kernel took the reader's
+    /// window, else the seqlock read.
     #[inline(always)]
     pub fn read_tsc_fast() -> Option<u64> {
         let base = page()?;
+        if RETRY_FREE.load(Ordering::Relaxed) {
+            // SAFETY: `base` is the checked counter page, which is at least `SIZE` bytes (checked
+            // in `page`); the reader only loads two of its fields and runs RDTSC.
+            return Some(unsafe { baremark_read_vtsc(base) });
+        }
+        read_tsc_seqlock(base)
+    }
+
+    /// The seqlock read of the virtual TSC (module docs of the kernel's counter page).
+    #[inline(always)]
+    fn read_tsc_seqlock(base: u64) -> Option<u64> {
         loop {
             let seq = load_u64(base, SEQ_OFFSET);
             if seq & 1 != 0 {
