@@ -5,7 +5,10 @@
 //! keys and bad values are reported (one `config_error` record each) and skipped; the kernel
 //! goes on with the defaults for them. See docs/run-config.md.
 
+use alloc::string::String;
 use core::fmt;
+
+use crate::harness::stats::Overhead;
 
 /// Name of the configuration member in the ramdisk archive.
 pub const CONFIG_MEMBER: &str = "run.cfg";
@@ -68,7 +71,7 @@ pub enum ConfigSource {
 }
 
 /// The run configuration.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RunConfig {
     pub source: ConfigSource,
     pub on_end: OnEnd,
@@ -83,7 +86,25 @@ pub struct RunConfig {
     /// The watchdog: a task that has run this many milliseconds (its own virtual TSC) is
     /// killed; 0: no budget (and no timer interrupt at all for a task running alone).
     pub task_budget_ms: u32,
+    /// The harness's events (perf syntax, resolved at boot for this CPU by `harness::plan`);
+    /// `None`: only the virtual TSC.
+    pub events: Option<String>,
+    /// Measured repetitions per benchmark and kind (1..=[`REPS_MAX`]).
+    pub reps: u32,
+    /// Warm-up repetitions before them (0..=[`REPS_MAX`]).
+    pub warmup: u32,
+    /// How the harness removes the measurement's own cost.
+    pub overhead: Overhead,
 }
+
+/// The most repetitions (and warm-ups) per benchmark and kind (the SDK's sample buffer).
+pub const REPS_MAX: u32 = 1000;
+/// The default `reps`.
+pub const REPS_DEFAULT: u32 = 20;
+/// The default `warmup`.
+pub const WARMUP_DEFAULT: u32 = 5;
+/// The longest `events` value.
+pub const EVENTS_MAX: usize = 1024;
 
 /// The largest `quantum_us` (one second).
 pub const QUANTUM_US_MAX: u32 = 1_000_000;
@@ -104,6 +125,10 @@ impl Default for RunConfig {
             selftest: false,
             quantum_us: 0,
             task_budget_ms: TASK_BUDGET_MS_DEFAULT,
+            events: None,
+            reps: REPS_DEFAULT,
+            warmup: WARMUP_DEFAULT,
+            overhead: Overhead::Empty,
         }
     }
 }
@@ -222,7 +247,7 @@ pub fn parse<'a>(text: &'a str, report: &mut dyn FnMut(ConfigError<'a>)) -> RunC
         source: ConfigSource::Ramdisk,
         ..RunConfig::default()
     };
-    let mut seen = [false; 6];
+    let mut seen = [false; 10];
     for (index, raw) in text.lines().enumerate() {
         let line = index + 1;
         let content = raw.split('#').next().unwrap_or("").trim();
@@ -241,6 +266,10 @@ pub fn parse<'a>(text: &'a str, report: &mut dyn FnMut(ConfigError<'a>)) -> RunC
             "selftest" => 3,
             "quantum_us" => 4,
             "task_budget_ms" => 5,
+            "events" => 6,
+            "reps" => 7,
+            "warmup" => 8,
+            "overhead" => 9,
             _ => {
                 report(ConfigError::UnknownKey { line, key });
                 continue;
@@ -275,6 +304,25 @@ pub fn parse<'a>(text: &'a str, report: &mut dyn FnMut(ConfigError<'a>)) -> RunC
             5 => match value.parse::<u32>() {
                 Ok(ms) if ms <= TASK_BUDGET_MS_MAX => config.task_budget_ms = ms,
                 _ => report(bad("milliseconds, 0 (no budget) to 3600000")),
+            },
+            // Syntax and names are checked when the harness resolves them for this CPU (a bad
+            // list is reported there, with the column); here only its size.
+            6 => match value {
+                "" | "none" => config.events = None,
+                v if v.len() <= EVENTS_MAX => config.events = Some(String::from(v)),
+                _ => report(bad("an event list of at most 1024 bytes")),
+            },
+            7 => match value.parse::<u32>() {
+                Ok(n) if (1..=REPS_MAX).contains(&n) => config.reps = n,
+                _ => report(bad("repetitions, 1 to 1000")),
+            },
+            8 => match value.parse::<u32>() {
+                Ok(n) if n <= REPS_MAX => config.warmup = n,
+                _ => report(bad("warm-up repetitions, 0 to 1000")),
+            },
+            9 => match Overhead::parse(value) {
+                Some(o) => config.overhead = o,
+                None => report(bad("`empty`, `diff` or `none`")),
             },
             _ => match value {
                 "on" | "true" | "yes" | "off" | "false" | "no" => {
@@ -317,6 +365,22 @@ mod tests {
         assert_eq!(c.test, TestAction::PageFault);
         assert!(!c.timer_checks);
         assert_eq!(c.source, ConfigSource::Ramdisk);
+    }
+
+    #[test]
+    fn harness_keys() {
+        let (c, errors) = parse_collect(
+            "events = cycles,instructions:u\nreps = 100\nwarmup=0\noverhead = diff\n",
+        );
+        assert!(errors.is_empty(), "{errors:?}");
+        assert_eq!(c.events.as_deref(), Some("cycles,instructions:u"));
+        assert_eq!((c.reps, c.warmup, c.overhead), (100, 0, Overhead::Diff));
+        let (c, errors) =
+            parse_collect("reps = 0\nwarmup = 1001\noverhead = some\nevents = none\n");
+        assert_eq!(errors.len(), 3, "{errors:?}");
+        assert_eq!((c.reps, c.warmup), (REPS_DEFAULT, WARMUP_DEFAULT));
+        assert_eq!(c.overhead, Overhead::Empty);
+        assert_eq!(c.events, None);
     }
 
     #[test]

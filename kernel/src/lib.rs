@@ -15,6 +15,7 @@
 //! | `pmu_info`    | what CPUID says about performance counters                    | yes         |
 //! | `exceptions`  | exception vector names                                        | yes         |
 //! | `selftest`    | the PMU selftest plan and records                             | yes         |
+//! | `harness`     | the measurement harness: event plan, statistics, results and table | yes         |
 //! | `task`        | ring-3 tasks: payload ELF load plans, virtual counters, the user counter page, the syscall ABI; running payloads (bare metal) | yes (except the runners) |
 //! | `counters`    | the machine's PMU: hardware `Msr`, discovery at boot, PMI      | no          |
 //! | `selftest_live` | running the PMU selftest checks                             | no          |
@@ -31,6 +32,7 @@ extern crate alloc;
 pub mod config;
 pub mod cpu;
 pub mod exceptions;
+pub mod harness;
 pub mod pmu;
 pub mod pmu_info;
 pub mod ramdisk;

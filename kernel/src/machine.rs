@@ -128,8 +128,18 @@ pub fn run(boot_info: &'static mut BootInfo) -> ! {
             None
         }
     };
-    let payloads = crate::task::run::run_payloads(facts.ramdisk, tsc_hz, quantum, budget);
+    let harness = harness_plan(&config, facts.ramdisk, tsc_hz);
+    let payloads = crate::task::run::run_payloads(facts.ramdisk, tsc_hz, quantum, budget, harness);
     if payloads.payloads > 0 {
+        record("summary", |r| {
+            r.u64("payloads", payloads.payloads)
+                .u64("benchmarks", payloads.benchmarks)
+                .u64("results", payloads.results)
+                .u64("unsupported", payloads.unsupported)
+                .u64("errors", payloads.harness_errors)
+                .opt_u64("tsc_hz", tsc_hz)
+                .opt_str("tsc_method", tsc.chosen.map(|f| f.method.name()))
+        });
         say!(
             "tasks  {} payloads (+{} spawned): {} exited, {} faulted, {} killed, {} not loadable",
             payloads.payloads,
@@ -142,6 +152,58 @@ pub fn run(boot_info: &'static mut BootInfo) -> ! {
     }
     say!("baremark: boot report complete");
     fatal::end(Status::Ok, None)
+}
+
+/// The harness settings of this run: the `events` list resolved for this PMU (with the event
+/// tables the host packed as `events/<cpu>.tab`, the one for this CPU is used), repetitions,
+/// warm-ups, overhead mode. A bad list or table is reported and the harness measures the TSC.
+fn harness_plan(
+    config: &RunConfig,
+    ramdisk: &'static [u8],
+    tsc_hz: Option<u64>,
+) -> &'static crate::harness::session::RunPlan {
+    let caps = crate::counters::with_pmu(|pmu, _| *pmu.backend.caps())
+        .unwrap_or_else(|| events::pmu::PmuCaps::tsc_only(events::cpu::Vendor::Intel, None));
+    let mut tables = alloc::vec::Vec::new();
+    for entry in crate::ramdisk::entries(ramdisk).map_while(Result::ok) {
+        let in_events = if entry.prefix.is_empty() {
+            entry.name.starts_with("events/")
+        } else {
+            entry.prefix == "events"
+        };
+        let path_is_table = in_events && entry.name.ends_with(".tab");
+        if !path_is_table {
+            continue;
+        }
+        match events::table::EventTable::from_bytes(entry.data) {
+            Ok(t) => tables.push(t),
+            Err(e) => record("harness_error", |r| {
+                r.null("payload").null("bench").fmt(
+                    "message",
+                    format_args!("event table `{}`: {e:?} (ignored)", entry.name),
+                )
+            }),
+        }
+    }
+    let events = crate::harness::plan::plan(config.events.as_deref().unwrap_or(""), &caps, &tables);
+    if let Some(e) = &events.error {
+        record("harness_error", |r| {
+            r.null("payload").null("bench").fmt(
+                "message",
+                format_args!(
+                    "events `{}`: {e}; only the TSC is measured",
+                    config.events.as_deref().unwrap_or("")
+                ),
+            )
+        });
+    }
+    alloc::boxed::Box::leak(alloc::boxed::Box::new(crate::harness::session::RunPlan {
+        reps: config.reps,
+        warmup: config.warmup,
+        overhead: config.overhead,
+        events,
+        tsc_hz,
+    }))
 }
 
 fn report_boot(facts: &BootFacts, config: &RunConfig, members: usize, tsc_at_entry: u64) {
@@ -207,6 +269,10 @@ fn report_boot(facts: &BootFacts, config: &RunConfig, members: usize, tsc_at_ent
                 .bool("selftest", config.selftest)
                 .u64("quantum_us", u64::from(config.quantum_us))
                 .u64("task_budget_ms", u64::from(config.task_budget_ms))
+                .opt_str("events", config.events.as_deref())
+                .u64("reps", u64::from(config.reps))
+                .u64("warmup", u64::from(config.warmup))
+                .str("overhead", config.overhead.name())
             })
             .opt_str("framebuffer", facts.framebuffer.map(|_| "present"))
             .opt_u64("rsdp", facts.rsdp)

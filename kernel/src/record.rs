@@ -181,6 +181,45 @@ impl<'a> Record<'a> {
         self
     }
 
+    /// A number with a fraction (statistics). Rust's shortest round-trip formatting, never an
+    /// exponent; NaN and infinities, which JSON cannot carry, become `null`.
+    pub fn f64(mut self, key: &str, value: f64) -> Self {
+        if !value.is_finite() {
+            return self.null(key);
+        }
+        self.key(key);
+        if self.result.is_ok() {
+            // -0.0 prints as "-0": fine JSON, but say 0.
+            let value = if value == 0.0 { 0.0 } else { value };
+            self.result = write!(self.w, "{value}");
+        }
+        self
+    }
+
+    /// An optional number: the value or `null`.
+    pub fn opt_f64(self, key: &str, value: Option<f64>) -> Self {
+        match value {
+            Some(v) => self.f64(key, v),
+            None => self.null(key),
+        }
+    }
+
+    /// An array of unsigned integers.
+    pub fn u64_array(mut self, key: &str, values: &[u64]) -> Self {
+        self.key(key);
+        self.raw("[");
+        for (i, v) in values.iter().enumerate() {
+            if i > 0 {
+                self.raw(",");
+            }
+            if self.result.is_ok() {
+                self.result = write!(self.w, "{v}");
+            }
+        }
+        self.raw("]");
+        self
+    }
+
     /// A value as a hex string, `"0x1f"`.
     pub fn hex(mut self, key: &str, value: u64) -> Self {
         self.key(key);
@@ -269,6 +308,33 @@ mod tests {
 
     fn parse(s: &str) -> serde_json::Value {
         serde_json::from_str(s).unwrap_or_else(|e| panic!("not JSON ({e}): {s}"))
+    }
+
+    #[test]
+    fn numbers_with_fractions_and_integer_arrays() {
+        let mut out = String::new();
+        Record::new(&mut out, "result")
+            .f64("a", 4.0)
+            .f64("b", 0.1)
+            .f64("c", -2.5)
+            .f64("d", f64::NAN)
+            .f64("e", f64::INFINITY)
+            .f64("f", -0.0)
+            .f64("g", 1e21)
+            .opt_f64("h", None)
+            .u64_array("v", &[1, u64::MAX])
+            .u64_array("w", &[])
+            .finish()
+            .unwrap();
+        let v = parse(&out);
+        assert_eq!(v["a"], 4.0);
+        assert_eq!(v["b"], 0.1);
+        assert_eq!(v["c"], -2.5);
+        assert!(v["d"].is_null() && v["e"].is_null() && v["h"].is_null());
+        assert_eq!(out.matches("\"f\":0,").count(), 1, "{out}");
+        assert_eq!(v["g"], 1e21);
+        assert_eq!(v["v"][1], u64::MAX);
+        assert_eq!(v["w"].as_array().map(|a| a.len()), Some(0));
     }
 
     #[test]

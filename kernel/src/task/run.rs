@@ -53,8 +53,11 @@ use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use alloc::boxed::Box;
 
+use crate::harness::session::{self, Bench, PLAN_WORDS, RunPlan, Sink};
+use crate::record::Record;
+
 use super::abi::{
-    EABORTED, EBUSY, EFAULT, EINVAL, ENOENT, ENOSYS, MAX_CHILDREN, MAX_SPAWNED, NAME_MAX,
+    EABORTED, EBUSY, EFAULT, EINVAL, ENOENT, ENOSPC, ENOSYS, MAX_CHILDREN, MAX_SPAWNED, NAME_MAX,
     REPORT_MAX, SPAWN_ADD_CHILD, STACK_PAGES, STACK_TOP, USER_PAGE_ADDR, VIRTUAL_TSC_INDEX, nr,
 };
 use super::elf::{self, Limits, LoadPlan};
@@ -99,12 +102,49 @@ pub struct Summary {
     pub killed: u64,
     /// Tasks started by `spawn` (also counted in `started` and in how they ended).
     pub spawned: u64,
+    /// Harness: benchmarks begun, `result` records, of them not supported, harness errors.
+    pub benchmarks: u64,
+    pub results: u64,
+    pub unsupported: u64,
+    pub harness_errors: u64,
 }
 
 /// The `task_index` of the next spawned task (after the ramdisk's payloads).
 static NEXT_TASK_INDEX: AtomicU64 = AtomicU64::new(0);
 /// Spawned tasks that exist (not yet dropped), for [`MAX_SPAWNED`].
 static SPAWNED_LIVE: AtomicU32 = AtomicU32::new(0);
+
+/// The harness's counts for the `summary` record: benchmarks begun, `result` records, of
+/// them not supported, and harness errors (refused calls, benchmarks never ended, events
+/// not measured).
+static BENCHES: AtomicU64 = AtomicU64::new(0);
+static RESULTS: AtomicU64 = AtomicU64::new(0);
+static UNSUPPORTED: AtomicU64 = AtomicU64::new(0);
+static HARNESS_ERRORS: AtomicU64 = AtomicU64::new(0);
+
+/// The harness's records and table go to the serial console.
+struct Console;
+
+impl Sink for Console {
+    fn record(&mut self, kind: &str, build: &mut dyn FnMut(Record<'_>) -> Record<'_>) {
+        record(kind, build);
+    }
+    fn text(&mut self, line: core::fmt::Arguments<'_>) {
+        crate::console::text(line);
+    }
+}
+
+/// A `harness_error` record (the task goes on; its call returns an error code).
+fn harness_error(task: Task, bench: Option<&str>, message: &str) {
+    HARNESS_ERRORS.fetch_add(1, Ordering::Relaxed);
+    record("harness_error", |r| {
+        r.str("payload", task.name)
+            .u64("task_index", task.index)
+            .opt_str("bench", bench)
+            .str("message", message)
+    });
+    say!("bench  {}: {message}", task.name);
+}
 
 /// The `payloads/<name>.elf` member called `name` in `ramdisk`: its name (borrowed from the
 /// ramdisk) and bytes.
@@ -159,6 +199,7 @@ pub fn run_payloads(
     tsc_hz: Option<u64>,
     quantum: Option<Quantum>,
     budget: Option<Budget>,
+    harness: &'static RunPlan,
 ) -> Summary {
     let mut summary = Summary::default();
     if ramdisk.is_empty() {
@@ -186,6 +227,7 @@ pub fn run_payloads(
                 let mut t = Running::start(task, &plan, space, tsc_hz);
                 t.budget = budget;
                 t.ramdisk = ramdisk;
+                t.harness = Some(harness);
                 if quantum.is_some() {
                     ready.push(t);
                 } else {
@@ -208,6 +250,10 @@ pub fn run_payloads(
     {
         round_robin(ready, q, tsc_hz, &mut summary);
     }
+    summary.benchmarks = BENCHES.load(Ordering::Relaxed);
+    summary.results = RESULTS.load(Ordering::Relaxed);
+    summary.unsupported = UNSUPPORTED.load(Ordering::Relaxed);
+    summary.harness_errors = HARNESS_ERRORS.load(Ordering::Relaxed);
     summary
 }
 
@@ -562,6 +608,10 @@ struct Running {
     /// docs): resumed with RIP inside it, the task gets RSI = the published `tsc_offset`.
     /// `(u64::MAX, u64::MAX)`: none (no canonical RIP is there).
     read_window: (u64, u64),
+    /// The run's harness settings (`None`: the calibration task).
+    harness: Option<&'static RunPlan>,
+    /// The benchmark between `bench_begin` and `bench_end`.
+    bench: Option<Bench>,
 }
 
 /// A child of a task, as its parent sees it.
@@ -584,6 +634,13 @@ impl Drop for Running {
     fn drop(&mut self) {
         if self.spawned {
             SPAWNED_LIVE.fetch_sub(1, Ordering::Relaxed);
+        }
+        if let Some(b) = self.bench.take() {
+            let message = format!(
+                "benchmark `{}` was not ended (bench_end): the task ended first; nothing of it is reported",
+                b.name
+            );
+            harness_error(self.task, Some(&b.name), &message);
         }
         self.release_hw();
     }
@@ -642,6 +699,8 @@ impl Running {
             hw_rdpmc: Vec::new(),
             hw_error_reported: false,
             read_window: (u64::MAX, u64::MAX),
+            harness: None,
+            bench: None,
         }
     }
 
@@ -999,6 +1058,11 @@ impl Running {
             }
             nr::USER_PAGE => USER_PAGE_ADDR as i64,
             nr::READ_WINDOW => self.set_read_window(a, b),
+            nr::BENCH_PLAN => self.bench_plan(a, b),
+            nr::BENCH_BEGIN => self.bench_begin(a, b, self.ctx.rdx),
+            nr::BENCH_GROUP => self.bench_group(a),
+            nr::BENCH_SAMPLES => self.bench_samples(a, b, self.ctx.rdx),
+            nr::BENCH_END => self.bench_end(),
             nr::SPAWN => self.spawn(a, b, self.ctx.rdx),
             nr::WAIT => match self.wait(a) {
                 Some(result) => result,
@@ -1012,6 +1076,149 @@ impl Running {
         };
         self.ctx.rax = result as u64;
         served
+    }
+
+    /// The harness settings, or `ENOSYS` for a task without them.
+    fn harness(&self) -> Result<&'static RunPlan, i64> {
+        self.harness.ok_or(ENOSYS)
+    }
+
+    /// Reports a refused harness call and returns `code`.
+    fn refuse(&self, code: i64, message: &str) -> i64 {
+        let bench = self.bench.as_ref().map(|b| b.name.as_str());
+        harness_error(self.task, bench, message);
+        code
+    }
+
+    /// `bench_plan(ptr, len)`: the plan's words (docs/harness.md) into the task's buffer.
+    fn bench_plan(&mut self, ptr: u64, len: u64) -> i64 {
+        let plan = match self.harness() {
+            Ok(p) => p,
+            Err(e) => return e,
+        };
+        if len < (PLAN_WORDS * 8) as u64 {
+            return ENOSPC;
+        }
+        let mut bytes = [0u8; PLAN_WORDS * 8];
+        for (out, w) in bytes.chunks_mut(8).zip(plan.words()) {
+            out.copy_from_slice(&w.to_le_bytes());
+        }
+        self.copy_out(ptr, &bytes)
+    }
+
+    /// `bench_begin(name_ptr, name_len, iterations)`: starts a benchmark (`bench_start`).
+    fn bench_begin(&mut self, ptr: u64, len: u64, iterations: u64) -> i64 {
+        let plan = match self.harness() {
+            Ok(p) => p,
+            Err(e) => return e,
+        };
+        if self.bench.is_some() {
+            return self.refuse(EBUSY, "bench_begin while a benchmark is open");
+        }
+        let begun = ring3::with_user_text(&self.space, ptr, len, NAME_MAX, |name| {
+            Bench::begin(name, iterations, plan)
+        });
+        match begun {
+            Ok(Ok(b)) => {
+                session::emit_start(self.task.name, &b, plan, &mut Console);
+                BENCHES.fetch_add(1, Ordering::Relaxed);
+                self.bench = Some(b);
+                0
+            }
+            Ok(Err(message)) => self.refuse(EINVAL, &message),
+            Err(e) => self.refuse(e, "bench_begin: the name is not readable text of the task"),
+        }
+    }
+
+    /// `bench_group(g)`: configures the task's counters with group `g` of the plan and returns
+    /// its counter slots.
+    fn bench_group(&mut self, g: u64) -> i64 {
+        let plan = match self.harness() {
+            Ok(p) => p,
+            Err(e) => return e,
+        };
+        let Some(mut b) = self.bench.take() else {
+            return self.refuse(EINVAL, "bench_group outside a benchmark");
+        };
+        let result = match b.enter_group(g, plan) {
+            Ok(slots) => {
+                let config = plan.group_config(g as usize);
+                // TSC only: nothing to configure (keeps the task's virtual TSC running on).
+                let code = if config.is_empty() && self.hw.is_empty() {
+                    0
+                } else if config.is_empty() {
+                    self.configure(0, 0)
+                } else {
+                    self.configure_events(config)
+                };
+                if code < 0 {
+                    let message =
+                        format!("the counters of group {g} could not be configured ({code})");
+                    self.bench = Some(b);
+                    return self.refuse(code, &message);
+                }
+                slots as i64
+            }
+            Err(message) => {
+                self.bench = Some(b);
+                return self.refuse(EINVAL, &message);
+            }
+        };
+        self.bench = Some(b);
+        result
+    }
+
+    /// `bench_samples(ptr, count, kind)`: `count` rows of the current group's samples.
+    fn bench_samples(&mut self, ptr: u64, count: u64, kind: u64) -> i64 {
+        let plan = match self.harness() {
+            Ok(p) => p,
+            Err(e) => return e,
+        };
+        let Some(b) = self.bench.as_ref() else {
+            return self.refuse(EINVAL, "bench_samples outside a benchmark");
+        };
+        let words = match b.expected_words(count, plan) {
+            Ok(w) => w,
+            Err(message) => return self.refuse(EINVAL, &message),
+        };
+        if self.space.check(ptr, (words * 8) as u64).is_err() {
+            return self.refuse(EFAULT, "bench_samples: the buffer is not the task's memory");
+        }
+        let mut bytes = alloc::vec![0u8; words * 8];
+        if self.space.read(ptr, &mut bytes).is_err() {
+            return self.refuse(EFAULT, "bench_samples: the buffer is not the task's memory");
+        }
+        let values: Vec<u64> = bytes
+            .as_chunks::<8>()
+            .0
+            .iter()
+            .map(|c| u64::from_le_bytes(*c))
+            .collect();
+        let Some(b) = self.bench.as_mut() else {
+            return EINVAL;
+        };
+        match b.add_samples(kind, values, plan) {
+            Ok(()) => 0,
+            Err(message) => self.refuse(EINVAL, &message),
+        }
+    }
+
+    /// `bench_end()`: the benchmark's statistics, records and table.
+    fn bench_end(&mut self) -> i64 {
+        let plan = match self.harness() {
+            Ok(p) => p,
+            Err(e) => return e,
+        };
+        let Some(b) = self.bench.take() else {
+            return self.refuse(EINVAL, "bench_end outside a benchmark");
+        };
+        let report = b.finish(plan);
+        let (results, unsupported, errors) =
+            session::emit_report(self.task.name, &b, plan, &report, &mut Console);
+        RESULTS.fetch_add(results, Ordering::Relaxed);
+        UNSUPPORTED.fetch_add(unsupported, Ordering::Relaxed);
+        HARNESS_ERRORS.fetch_add(errors, Ordering::Relaxed);
+        0
     }
 
     /// `read_window(lo, hi)`: registers the retry-free virtual TSC reader's window (`user_page`
@@ -1076,6 +1283,7 @@ impl Running {
         };
         SPAWNED_LIVE.fetch_add(1, Ordering::Relaxed);
         let mut child = Running::start(task, &plan, space, self.tsc_hz);
+        child.harness = self.harness;
         child.spawned = true;
         child.vc = self.vc.inherit();
         child.hw = self.hw.clone();
@@ -1210,12 +1418,18 @@ impl Running {
             .iter()
             .map(|c| u64::from_le_bytes(*c))
             .collect();
+        self.configure_events(&raw)
+    }
+
+    /// Configures the task's counters with one event select per GP counter (`raw` not empty):
+    /// the generation or an error code; on an error the old configuration stays.
+    fn configure_events(&mut self, raw: &[u64]) -> i64 {
         let mut vc = self.vc.clone();
         let old = core::mem::take(&mut self.hw);
         let result = crate::counters::with_pmu(|pmu, msr| {
             let backend = pmu.backend.as_mut();
             let caps = *backend.caps();
-            let parsed = hwslots::parse_counter_config(caps.vendor, &caps, &raw)?;
+            let parsed = hwslots::parse_counter_config(caps.vendor, &caps, raw)?;
             let slots: Vec<HwSlot> = parsed
                 .into_iter()
                 .map(|(counter, select, modifiers, _)| HwSlot {

@@ -125,6 +125,7 @@ pub mod page {
     }
 }
 
+pub mod bench;
 #[cfg(target_os = "none")]
 mod sys;
 #[cfg(target_os = "none")]

@@ -300,6 +300,35 @@ pub mod counters {
         }
     }
 
+    /// One consistent snapshot for the harness: `out[0]` the virtual TSC, `out[1]` the task's
+    /// interrupt count, `out[2..]` the counter slots (`out.len()` must be `2 + nr_slots`, else
+    /// `Err(Invalid)`; `Err(NoEnt)` without a page).
+    #[inline(always)]
+    pub fn snapshot(out: &mut [u64]) -> Result<(), Error> {
+        let base = page().ok_or(Error::NoEnt)?;
+        loop {
+            let seq = load_u64(base, SEQ_OFFSET);
+            if seq & 1 != 0 {
+                core::hint::spin_loop();
+                continue;
+            }
+            compiler_fence(Ordering::SeqCst);
+            let n = load_u32(base, NR_SLOTS_OFFSET) as usize;
+            if out.len() != n + 2 || n > MAX_SLOTS {
+                return Err(Error::Invalid);
+            }
+            out[0] = slot_value(base, TSC_OFFSET, true);
+            out[1] = load_u64(base, INTERRUPTS_OFFSET);
+            for i in 0..n {
+                out[2 + i] = slot_value(base, SLOTS_OFFSET + i * SLOT_SIZE, false);
+            }
+            compiler_fence(Ordering::SeqCst);
+            if load_u64(base, SEQ_OFFSET) == seq {
+                return Ok(());
+            }
+        }
+    }
+
     /// Reads every configured counter into `out` (slot order) in one consistent snapshot and
     /// returns how many there are. `Err(NoSpace)` if `out` is shorter than that, `Err(NoEnt)`
     /// without a page.
