@@ -40,4 +40,23 @@ fn main() {
             .unwrap_or_else(|| panic!("cargo did not provide the payload artifact {var}"));
         println!("cargo:rustc-env={env}={}", path.to_string_lossy());
     }
+    // The benchmark suite (payloads/suite, one bin per benchmark) is optional until it is
+    // wired into Cargo.toml: when cargo provides its bins, name each for payloads.rs and turn
+    // on `baremark_suite`, which compiles the suite's payloads in.
+    println!("cargo::rustc-check-cfg=cfg(baremark_suite)");
+    let prefix = "CARGO_BIN_FILE_BAREMARK_PAYLOAD_SUITE_";
+    let mut suite = false;
+    for (var, path) in std::env::vars_os() {
+        let Some(bin) = var.to_str().and_then(|v| v.strip_prefix(prefix)) else {
+            continue;
+        };
+        suite = true;
+        println!(
+            "cargo:rustc-env=BAREMARK_SUITE_ELF_{bin}={}",
+            path.to_string_lossy()
+        );
+    }
+    if suite {
+        println!("cargo:rustc-cfg=baremark_suite");
+    }
 }

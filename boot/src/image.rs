@@ -41,6 +41,28 @@ pub enum OnEnd {
     Halt,
 }
 
+/// How the harness removes the measurement's fixed cost (the `overhead` key; docs/harness.md).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Overhead {
+    /// Subtract an empty region measured the same way (the kernel's default).
+    Empty,
+    /// Run the region with U and 2U iterations and take the difference (needs an iteration
+    /// count).
+    Diff,
+    /// Report the region as measured.
+    None,
+}
+
+impl Overhead {
+    pub fn name(self) -> &'static str {
+        match self {
+            Overhead::Empty => "empty",
+            Overhead::Diff => "diff",
+            Overhead::None => "none",
+        }
+    }
+}
+
 /// The run configuration written to `run.cfg` (see docs/run-config.md).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RunConfig {
@@ -61,6 +83,17 @@ pub struct RunConfig {
     /// The watchdog's per-task budget in milliseconds (the `task_budget_ms` key; 0: none);
     /// `None`: the kernel's default (2000).
     pub task_budget_ms: Option<u32>,
+    /// Events to count in perf syntax (the `events` key); `None`: only the virtual TSC.
+    pub events: Option<String>,
+    /// Measured repetitions per benchmark (`reps`, 1..=1000); `None`: the kernel's 20.
+    pub reps: Option<u32>,
+    /// Unrecorded warm-up repetitions (`warmup`, 0..=1000); `None`: the kernel's 5.
+    pub warmup: Option<u32>,
+    /// Overhead removal (`overhead`); `None`: the kernel's default, `empty`.
+    pub overhead: Option<Overhead>,
+    /// Compact event tables, `(member name, bytes)`, packed after the payloads (e.g.
+    /// `events/GenuineIntel-6-55.tab`, see `content::pack_perfmon`).
+    pub extra_members: Vec<(String, Vec<u8>)>,
 }
 
 impl Default for RunConfig {
@@ -74,6 +107,11 @@ impl Default for RunConfig {
             payloads: Vec::new(),
             quantum_us: 0,
             task_budget_ms: None,
+            events: None,
+            reps: None,
+            warmup: None,
+            overhead: None,
+            extra_members: Vec::new(),
         }
     }
 }
@@ -102,6 +140,18 @@ impl RunConfig {
         if let Some(ms) = self.task_budget_ms {
             let _ = writeln!(s, "task_budget_ms = {ms}");
         }
+        if let Some(events) = &self.events {
+            let _ = writeln!(s, "events = {events}");
+        }
+        if let Some(reps) = self.reps {
+            let _ = writeln!(s, "reps = {reps}");
+        }
+        if let Some(warmup) = self.warmup {
+            let _ = writeln!(s, "warmup = {warmup}");
+        }
+        if let Some(overhead) = self.overhead {
+            let _ = writeln!(s, "overhead = {}", overhead.name());
+        }
         for line in &self.extra_lines {
             let _ = writeln!(s, "{line}");
         }
@@ -126,30 +176,26 @@ pub fn valid_payload_name(name: &str) -> bool {
 }
 
 /// Builds the ramdisk: a ustar archive with `run.cfg`, then `payloads/<name>.elf` for each
-/// payload in order.
+/// payload in order, then the extra members (event tables).
 pub fn build_ramdisk(config: &RunConfig) -> Result<Vec<u8>> {
     let mut archive = tar::Builder::new(Vec::new());
-    let text = config.to_text();
-    let mut header = tar::Header::new_ustar();
-    header.set_size(text.len() as u64);
-    header.set_mode(0o644);
-    header.set_mtime(0);
-    header.set_cksum();
-    archive
-        .append_data(&mut header, CONFIG_MEMBER, text.as_bytes())
-        .context("packing run.cfg")?;
+    let mut append = |path: &str, data: &[u8]| {
+        let mut header = tar::Header::new_ustar();
+        header.set_size(data.len() as u64);
+        header.set_mode(0o644);
+        header.set_mtime(0);
+        header.set_cksum();
+        archive.append_data(&mut header, path, data)
+    };
+    append(CONFIG_MEMBER, config.to_text().as_bytes()).context("packing run.cfg")?;
     for (name, elf) in &config.payloads {
         if !valid_payload_name(name) {
             anyhow::bail!("payload name `{name}`: use 1-64 ASCII letters, digits, `-`, `_` or `.`");
         }
-        let mut header = tar::Header::new_ustar();
-        header.set_size(elf.len() as u64);
-        header.set_mode(0o644);
-        header.set_mtime(0);
-        header.set_cksum();
-        archive
-            .append_data(&mut header, payload_member(name), &elf[..])
-            .with_context(|| format!("packing payload `{name}`"))?;
+        append(&payload_member(name), elf).with_context(|| format!("packing payload `{name}`"))?;
+    }
+    for (path, data) in &config.extra_members {
+        append(path, data).with_context(|| format!("packing {path}"))?;
     }
     archive
         .into_inner()
@@ -191,6 +237,36 @@ pub fn build_image(firmware: Firmware, config: &RunConfig, out: &Path) -> Result
             out.display()
         )
     })
+}
+
+/// Where UEFI firmware looks for the boot program on a removable disk.
+const UEFI_FALLBACK_PATH: &str = "efi/boot/bootx64.efi";
+
+/// Writes one image that boots both ways, for a USB stick: the BIOS image (MBR, boot code,
+/// FAT partition) with the UEFI bootloader added to the FAT partition at the removable-media
+/// path `efi/boot/bootx64.efi`. BIOS firmware runs the MBR's boot code; UEFI firmware finds the
+/// FAT partition through the MBR and starts the UEFI bootloader, which loads the same kernel
+/// and ramdisk from it. (bootloader 0.11 builds BIOS images as MBR disks and UEFI images as
+/// GPT disks without BIOS boot code; neither boots the other way on its own.)
+pub fn build_usb_image(config: &RunConfig, out: &Path) -> Result<()> {
+    let dir = tempfile::tempdir().context("creating a temporary directory")?;
+    let kernel = dir.path().join("kernel");
+    std::fs::write(&kernel, KERNEL_ELF).context("writing the kernel to a temporary file")?;
+    let ramdisk = dir.path().join("ramdisk.tar");
+    std::fs::write(&ramdisk, build_ramdisk(config)?).context("writing the ramdisk")?;
+
+    let mut builder = DiskImageBuilder::new(kernel);
+    builder.set_ramdisk(ramdisk);
+    builder.set_boot_config(&boot_config());
+    // The UEFI bootloader binary is only reachable through the TFTP folder export.
+    let tftp = dir.path().join("tftp");
+    builder
+        .create_uefi_tftp_folder(&tftp)
+        .context("extracting the UEFI bootloader")?;
+    builder.set_file(UEFI_FALLBACK_PATH.to_string(), tftp.join("bootloader"));
+    builder
+        .create_bios_image(out)
+        .with_context(|| format!("creating the USB image at {}", out.display()))
 }
 
 #[cfg(test)]

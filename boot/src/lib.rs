@@ -4,17 +4,29 @@
 //! | module    | job                                                          |
 //! |-----------|--------------------------------------------------------------|
 //! | `events_cli` | `baremark events list/encode`                         |
-//! | `payloads` | the built-in payload ELFs (ring-3 programs)                 |
+//! | `payloads` | the built-in payload ELFs (ring-3 programs) and the suites  |
+//! | `content` | payload selection, harness settings, `--events` check, perfmon tables |
 //! | `image`   | ramdisk (run configuration) and BIOS/UEFI disk images         |
 //! | `qemu`    | finding QEMU and OVMF, the QEMU command line                  |
 //! | `session` | one boot: stream, parse, time, judge; KVM/TCG choice          |
 //! | `records` | the record parser (schema: docs/records.md)                   |
 //! | `render`  | the human-readable report                                     |
+//! | `results` | the measurement results, assembled from the records; JSON, CSV |
+//! | `table`   | the results as a perf-stat-like table                         |
+//! | `plot`    | SVG plots of the per-repetition distributions                 |
+//! | `output`  | the shared end of run/report/count: table and files           |
+//! | `progress` | the progress bar while results arrive                        |
 
+pub mod content;
 pub mod events_cli;
 pub mod image;
+pub mod output;
 pub mod payloads;
+pub mod plot;
+pub mod progress;
 pub mod qemu;
 pub mod records;
 pub mod render;
+pub mod results;
 pub mod session;
+pub mod table;

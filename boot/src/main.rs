@@ -1,19 +1,23 @@
 //! `baremark`: the command-line tool.
 
 use std::io::Write as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand};
 
+use baremark::content::{self, HarnessArgs, PayloadArgs};
 use baremark::events_cli;
 use baremark::image::{self, Firmware, OnEnd, RunConfig};
+use baremark::output::{self, OutputArgs};
+use baremark::progress::Progress;
 use baremark::qemu::{Accel, QemuOptions};
-use baremark::records::{Line, parse_log};
-use baremark::render;
-use baremark::session::{self, BootRequest, Event, Verdict};
+use baremark::records::{Line, Record, parse_log};
+use baremark::results::Results;
+use baremark::session::{self, BootRequest, Event, RunOutcome, Verdict};
+use baremark::{render, table};
 
 /// Exit status when the kernel reported failure.
 const EXIT_KERNEL_FAILURE: u8 = 1;
@@ -37,14 +41,20 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Boot the kernel in QEMU, stream its records, print the report; exit with its status.
+    /// Boot the kernel in QEMU, run the payloads (default: the benchmark suite), print the
+    /// report and the results table; exit with the kernel's status.
     Run(RunArgs),
+    /// Measure one payload and print only its results and derived metrics (like perf stat).
+    Count(CountArgs),
     /// Write bootable disk images (e.g. to `dd` onto a USB stick).
     Image(ImageArgs),
-    /// Render the report from a saved serial log (e.g. captured from real hardware).
+    /// Render the report, the results table and the files from a saved serial log (`run
+    /// --log`, or a capture from real hardware).
     Report {
         /// The log file (raw serial output).
         log: PathBuf,
+        #[command(flatten)]
+        output: OutputArgs,
     },
     /// Events: list what can be counted, show exact register encodings.
     Events {
@@ -70,8 +80,9 @@ enum EventsCommand {
     },
 }
 
+/// How QEMU runs (shared by `run` and `count`).
 #[derive(clap::Args)]
-struct RunArgs {
+struct QemuArgs {
     /// Boot through UEFI (OVMF) instead of BIOS.
     #[arg(long)]
     uefi: bool,
@@ -87,7 +98,7 @@ struct RunArgs {
     /// Seconds before the run is declared hung.
     #[arg(long, default_value_t = 60)]
     timeout: u64,
-    /// Keep the raw serial stream in this file.
+    /// Keep the raw serial stream in this file (`baremark report` reads it back).
     #[arg(long)]
     log: Option<PathBuf>,
     /// Pass an argument to QEMU as it is (repeat for several).
@@ -96,22 +107,25 @@ struct RunArgs {
     /// Guest memory in MiB.
     #[arg(long, default_value_t = 256)]
     memory: u32,
+}
+
+#[derive(clap::Args)]
+struct RunArgs {
+    #[command(flatten)]
+    qemu: QemuArgs,
     /// Skip the APIC timer checks at boot.
     #[arg(long)]
     no_timer_checks: bool,
     /// Run the PMU selftest (kvm-unit-tests-style checks; every check SKIPs without counters).
     #[arg(long)]
     selftest: bool,
-    /// Also print the kernel's own text lines and the raw records.
+    /// Also print the kernel's own text lines and the raw records (and no progress bar).
     #[arg(long)]
     verbose: bool,
-    /// Run a payload ELF in ring 3 after the boot report (repeatable; named after the file
-    /// stem). Built-ins (`--builtin`) run first, then these, each in the order given.
-    #[arg(long = "payload", value_name = "FILE.elf")]
-    payloads: Vec<PathBuf>,
-    /// Run a built-in payload (repeatable): hello, loop1000, loop2000, rdpmc, spin, spawner.
-    #[arg(long = "builtin", value_name = "NAME")]
-    builtins: Vec<String>,
+    #[command(flatten)]
+    payloads: PayloadArgs,
+    #[command(flatten)]
+    harness: HarnessArgs,
     /// Run the payloads concurrently, round-robin, preempted by the APIC timer every this many
     /// microseconds (default: one after the other).
     #[arg(long, value_name = "US", value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
@@ -120,6 +134,8 @@ struct RunArgs {
     /// budget; default: the kernel's, 2000).
     #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u32).range(0..=3_600_000))]
     task_budget_ms: Option<u32>,
+    #[command(flatten)]
+    output: OutputArgs,
     /// Test-only: make the kernel misbehave (page-fault, panic, invalid-opcode, stack-overflow, hang)
     /// or run the ring-3 smoke payloads (ring3).
     #[arg(long, hide = true)]
@@ -127,24 +143,61 @@ struct RunArgs {
 }
 
 #[derive(clap::Args)]
+struct CountArgs {
+    /// The payload: an ELF file (a path, or a name ending in .elf) or a built-in payload's name.
+    #[arg(value_name = "PAYLOAD.elf|NAME")]
+    payload: String,
+    #[command(flatten)]
+    qemu: QemuArgs,
+    #[command(flatten)]
+    harness: HarnessArgs,
+    /// The watchdog budget in milliseconds (0: none; default: the kernel's, 2000).
+    #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u32).range(0..=3_600_000))]
+    task_budget_ms: Option<u32>,
+    #[command(flatten)]
+    output: OutputArgs,
+    /// Also print the kernel's text lines and the raw records.
+    #[arg(long)]
+    verbose: bool,
+}
+
+#[derive(clap::Args)]
+#[command(
+    after_help = "Which image for a USB stick: --usb. It is the BIOS image (MBR boot code and a FAT \
+partition) with the UEFI bootloader added at efi/boot/bootx64.efi, so BIOS/CSM firmware and UEFI \
+firmware both boot it (disable Secure Boot: the bootloader is not signed). If a UEFI machine does \
+not offer it, use --uefi (a GPT disk, UEFI only); --bios is BIOS only."
+)]
 struct ImageArgs {
-    /// Write a BIOS (MBR) image here.
+    /// Write an image for a USB stick (`dd` it to the whole device) that BIOS and UEFI firmware
+    /// both boot.
+    #[arg(long, value_name = "FILE")]
+    usb: Option<PathBuf>,
+    /// Write a BIOS-only (MBR) image here.
     #[arg(long, value_name = "FILE")]
     bios: Option<PathBuf>,
-    /// Write a UEFI (GPT) image here.
+    /// Write a UEFI-only (GPT) image here.
     #[arg(long, value_name = "FILE")]
     uefi: Option<PathBuf>,
     /// What the kernel does after its report: halt (real hardware) or exit QEMU.
     #[arg(long, value_enum, default_value = "halt")]
     on_end: OnEnd,
+    #[command(flatten)]
+    payloads: PayloadArgs,
+    #[command(flatten)]
+    harness: HarnessArgs,
+    /// The watchdog budget in milliseconds (0: none; default: the kernel's, 2000).
+    #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u32).range(0..=3_600_000))]
+    task_budget_ms: Option<u32>,
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Run(args) => run(args),
+        Command::Count(args) => count(args),
         Command::Image(args) => write_images(args).map(|()| ExitCode::SUCCESS),
-        Command::Report { log } => report(&log),
+        Command::Report { log, output } => report(&log, &output),
         Command::Events { command } => events(command),
     };
     match result {
@@ -156,7 +209,15 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(args: RunArgs) -> Result<ExitCode> {
+fn note(lines: &[String]) {
+    for line in lines {
+        eprintln!("baremark: {line}");
+    }
+}
+
+/// Checks QEMU, picks the accelerator, and says how the image will boot. Returns the request
+/// and why that accelerator.
+fn prepare_boot(args: QemuArgs, config: RunConfig) -> Result<(BootRequest, String)> {
     let firmware = if args.uefi {
         Firmware::Uefi
     } else {
@@ -185,104 +246,163 @@ fn run(args: RunArgs) -> Result<ExitCode> {
         firmware.name(),
         accel.name()
     );
-
-    let payloads = collect_payloads(&args.builtins, &args.payloads)?;
-    let config = RunConfig {
-        on_end: OnEnd::QemuExit,
-        test: args.test,
-        timer_checks: !args.no_timer_checks,
-        selftest: args.selftest,
-        extra_lines: Vec::new(),
-        payloads,
-        quantum_us: args.quantum_us.unwrap_or(0),
-        task_budget_ms: args.task_budget_ms,
-    };
     let request = BootRequest {
         config,
         qemu,
-        log: args.log.clone(),
+        log: args.log,
     };
-    let verbose = args.verbose;
+    Ok((request, reason))
+}
+
+/// Boots, showing progress over the payloads and (with `print_records`) a line per record.
+fn boot_live(request: &BootRequest, verbose: bool, print_records: bool) -> Result<RunOutcome> {
+    let mut progress = Progress::new(request.config.payloads.len(), verbose);
     let mut stdout = std::io::stdout();
-    let outcome = session::boot(&request, &mut |event| match event {
+    let outcome = session::boot(request, &mut |event| match event {
         Event::Record(record, _) => {
-            if verbose {
-                let _ = writeln!(stdout, "  {}", record.value);
-            }
-            if let Some(lines) = render::record_lines(record) {
-                let _ = writeln!(stdout, "{lines}");
-            }
-            let _ = stdout.flush();
+            progress.record(record);
+            progress.suspend(|| {
+                if verbose {
+                    let _ = writeln!(stdout, "  {}", record.value);
+                }
+                if print_records && let Some(lines) = render::record_lines(record) {
+                    let _ = writeln!(stdout, "{lines}");
+                }
+                let _ = stdout.flush();
+            });
         }
         Event::Text(text) => {
             if verbose {
-                let _ = writeln!(stdout, "  | {text}");
+                progress.suspend(|| {
+                    let _ = writeln!(stdout, "  | {text}");
+                });
             }
         }
-    })?;
-    println!("{}", render::outcome_lines(&outcome, &reason));
-    if let Some(log) = &args.log {
-        eprintln!("baremark: serial log saved to {}", log.display());
-    }
-    Ok(ExitCode::from(match outcome.verdict() {
+    });
+    progress.finish();
+    outcome
+}
+
+/// The shared end of `run`, `count` and `report`: the results table (when the records hold
+/// results) and the files asked for.
+fn finish_results(records: &[Record], output: &OutputArgs) -> Result<()> {
+    let res = match output::results(records) {
+        Some(res) => {
+            println!("\n{}", table::render(&res).trim_end());
+            res
+        }
+        None if output.any() => Results::from_records(records),
+        None => return Ok(()),
+    };
+    note(&output::write_files(&res, output)?);
+    Ok(())
+}
+
+fn verdict_code(outcome: &RunOutcome) -> ExitCode {
+    ExitCode::from(match outcome.verdict() {
         Verdict::Success => 0,
         Verdict::KernelFailure(_) => EXIT_KERNEL_FAILURE,
         Verdict::NoEndRecord(_) => EXIT_NO_END,
         Verdict::Timeout => EXIT_TIMEOUT,
-    }))
+    })
 }
 
-/// The payloads of a run: the built-ins named, then the files, each in the order given.
-fn collect_payloads(builtins: &[String], files: &[PathBuf]) -> Result<Vec<(String, Vec<u8>)>> {
-    let mut payloads = Vec::new();
-    for name in builtins {
-        let p = baremark::payloads::builtin(name).with_context(|| {
-            let known: Vec<&str> = baremark::payloads::BUILTIN.iter().map(|p| p.name).collect();
+fn run(args: RunArgs) -> Result<ExitCode> {
+    args.output.check()?;
+    let (payloads, mut notes) = content::collect_payloads(&args.payloads)?;
+    let mut config = RunConfig {
+        on_end: OnEnd::QemuExit,
+        test: args.test,
+        timer_checks: !args.no_timer_checks,
+        selftest: args.selftest,
+        payloads,
+        quantum_us: args.quantum_us.unwrap_or(0),
+        task_budget_ms: args.task_budget_ms,
+        ..RunConfig::default()
+    };
+    notes.extend(content::apply_harness(&args.harness, &mut config)?);
+    note(&notes);
+    let log = args.qemu.log.clone();
+    let (request, reason) = prepare_boot(args.qemu, config)?;
+    let outcome = boot_live(&request, args.verbose, true)?;
+    finish_results(&outcome.records, &args.output)?;
+    println!("{}", render::outcome_lines(&outcome, &reason));
+    if let Some(log) = &log {
+        eprintln!("baremark: serial log saved to {}", log.display());
+    }
+    Ok(verdict_code(&outcome))
+}
+
+/// `count`: one payload, only its results.
+fn count(args: CountArgs) -> Result<ExitCode> {
+    args.output.check()?;
+    let path = PathBuf::from(&args.payload);
+    let payload = if path.is_file() || args.payload.ends_with(".elf") {
+        content::read_payload_file(&path)?
+    } else {
+        let p = baremark::payloads::builtin(&args.payload).with_context(|| {
             format!(
-                "no built-in payload `{name}` (there are: {})",
-                known.join(", ")
+                "`{}` is neither a file nor a built-in payload (there are: {})",
+                args.payload,
+                baremark::payloads::builtin_names().join(", ")
             )
         })?;
-        payloads.push((p.name.to_string(), p.elf.to_vec()));
+        (p.name.to_string(), p.elf.to_vec())
+    };
+    let mut config = RunConfig {
+        on_end: OnEnd::QemuExit,
+        payloads: vec![payload],
+        task_budget_ms: args.task_budget_ms,
+        ..RunConfig::default()
+    };
+    note(&content::apply_harness(&args.harness, &mut config)?);
+    let (request, reason) = prepare_boot(args.qemu, config)?;
+    let outcome = boot_live(&request, args.verbose, false)?;
+    let res = Results::from_records(&outcome.records);
+    println!("{}", table::render(&res).trim_end());
+    note(&output::write_files(&res, &args.output)?);
+    if outcome.verdict() != Verdict::Success {
+        println!("{}", render::outcome_lines(&outcome, &reason));
+    } else if res.benchmarks.is_empty() {
+        eprintln!(
+            "baremark: the payload reported no benchmark (is it built with baremark_sdk::bench?)"
+        );
     }
-    for path in files {
-        let name = path
-            .file_stem()
-            .and_then(|s| s.to_str())
-            .filter(|s| image::valid_payload_name(s))
-            .with_context(|| {
-                format!(
-                    "payload {}: the file stem must be 1-64 ASCII letters, digits, `-`, `_` or `.`",
-                    path.display()
-                )
-            })?
-            .to_string();
-        let elf =
-            std::fs::read(path).with_context(|| format!("reading payload {}", path.display()))?;
-        payloads.push((name, elf));
-    }
-    Ok(payloads)
+    Ok(verdict_code(&outcome))
 }
 
 fn write_images(args: ImageArgs) -> Result<()> {
-    if args.bios.is_none() && args.uefi.is_none() {
-        bail!("say where to write the image: --bios FILE and/or --uefi FILE");
+    if args.bios.is_none() && args.uefi.is_none() && args.usb.is_none() {
+        bail!("say where to write the image: --usb FILE (BIOS and UEFI), --bios FILE, --uefi FILE");
     }
-    let config = RunConfig {
+    let (payloads, mut notes) = content::collect_payloads(&args.payloads)?;
+    let mut config = RunConfig {
         on_end: args.on_end,
+        payloads,
+        task_budget_ms: args.task_budget_ms,
         ..RunConfig::default()
     };
-    for (firmware, path) in [(Firmware::Bios, &args.bios), (Firmware::Uefi, &args.uefi)] {
-        if let Some(path) = path {
-            image::build_image(firmware, &config, path)?;
-            let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
-            println!(
-                "wrote {} image: {} ({} KiB)",
-                firmware.name(),
-                path.display(),
-                size / 1024
-            );
+    notes.extend(content::apply_harness(&args.harness, &mut config)?);
+    note(&notes);
+    let images = [
+        ("USB (BIOS and UEFI)", &args.usb),
+        ("BIOS", &args.bios),
+        ("UEFI", &args.uefi),
+    ];
+    for (what, path) in images {
+        let Some(path) = path else { continue };
+        match what {
+            "BIOS" => image::build_image(Firmware::Bios, &config, path)?,
+            "UEFI" => image::build_image(Firmware::Uefi, &config, path)?,
+            _ => image::build_usb_image(&config, path)?,
         }
+        let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+        println!(
+            "wrote {what} image: {} ({} KiB, {} payloads)",
+            path.display(),
+            size / 1024,
+            config.payloads.len()
+        );
     }
     println!(
         "write it to a USB stick with: sudo dd if=IMAGE of=/dev/sdX bs=4M conv=fsync status=progress"
@@ -290,28 +410,33 @@ fn write_images(args: ImageArgs) -> Result<()> {
     Ok(())
 }
 
-fn report(log: &PathBuf) -> Result<ExitCode> {
+fn report(log: &Path, output: &OutputArgs) -> Result<ExitCode> {
+    output.check()?;
     let bytes = std::fs::read(log).with_context(|| format!("reading {}", log.display()))?;
     let text = String::from_utf8_lossy(&bytes);
-    let mut end_status = None;
-    let mut records = 0;
-    for line in parse_log(&text) {
-        if let Line::Record(record) = line {
-            records += 1;
-            if record.kind == "end" {
-                end_status = record.str("status").map(str::to_string);
-            }
-            if let Some(lines) = render::record_lines(&record) {
-                println!("{lines}");
-            }
-        }
-    }
-    if records == 0 {
+    let records: Vec<Record> = parse_log(&text)
+        .into_iter()
+        .filter_map(|line| match line {
+            Line::Record(r) => Some(r),
+            Line::Text(_) => None,
+        })
+        .collect();
+    if records.is_empty() {
         bail!(
             "{} holds no baremark records (is it the raw serial output at 115200 baud?)",
             log.display()
         );
     }
+    for record in &records {
+        if let Some(lines) = render::record_lines(record) {
+            println!("{lines}");
+        }
+    }
+    finish_results(&records, output)?;
+    let end_status = records
+        .iter()
+        .find(|r| r.kind == "end")
+        .map(|r| r.str("status").unwrap_or("?").to_string());
     Ok(match end_status.as_deref() {
         Some("ok") => ExitCode::SUCCESS,
         Some(_) => ExitCode::from(EXIT_KERNEL_FAILURE),

@@ -40,7 +40,199 @@ pub static BUILTIN: &[Payload] = &[
     },
 ];
 
-/// The built-in payload called `name`.
+/// A payload of the benchmark suite (`payloads/suite`, crate `baremark-payload-suite`), built
+/// as an artifact dependency; build.rs names its path `BAREMARK_SUITE_ELF_<bin>`.
+#[cfg(baremark_suite)]
+macro_rules! suite_payload {
+    ($name:literal) => {
+        Payload {
+            name: $name,
+            elf: include_bytes!(env!(
+                concat!("BAREMARK_SUITE_ELF_", $name),
+                concat!("payloads/suite has no bin `", $name, "`")
+            )),
+        }
+    };
+}
+
+/// The benchmark suite's payloads (docs/benchmarks.md), when this tool was built with them.
+#[cfg(baremark_suite)]
+pub static SUITE: &[Payload] = &[
+    suite_payload!("empty"),
+    suite_payload!("add-latency"),
+    suite_payload!("add-throughput"),
+    suite_payload!("int-divide"),
+    suite_payload!("branch-predictable"),
+    suite_payload!("branch-unpredictable"),
+    suite_payload!("chase-l1"),
+    suite_payload!("chase-l2"),
+    suite_payload!("chase-llc"),
+    suite_payload!("chase-dram"),
+    suite_payload!("seq-read"),
+    suite_payload!("rep-movsb"),
+    suite_payload!("store-forward"),
+    suite_payload!("syscall"),
+    suite_payload!("read-fast"),
+    suite_payload!("read-rdpmc"),
+];
+
+/// The benchmark suite's payloads: none, this tool was built without `payloads/suite`.
+#[cfg(not(baremark_suite))]
+pub static SUITE: &[Payload] = &[];
+
+/// The built-in payload called `name` (test payloads and the suite's).
 pub fn builtin(name: &str) -> Option<&'static Payload> {
-    BUILTIN.iter().find(|p| p.name == name)
+    BUILTIN.iter().chain(SUITE).find(|p| p.name == name)
+}
+
+/// The names of every built-in payload, for messages.
+pub fn builtin_names() -> Vec<&'static str> {
+    BUILTIN.iter().chain(SUITE).map(|p| p.name).collect()
+}
+
+/// A named list of built-in payloads (`--suite NAME`).
+#[derive(Clone, Copy, Debug)]
+pub struct Suite {
+    pub name: &'static str,
+    pub about: &'static str,
+    pub payloads: &'static [&'static str],
+}
+
+/// The suite `run` and `image` use when no payload is named.
+pub const DEFAULT_SUITE: &str = "default";
+
+/// Every suite. The payloads are `payloads/suite`'s bins; each runs its benchmark under the
+/// harness (docs/harness.md).
+pub static SUITES: &[Suite] = &[
+    Suite {
+        name: "default",
+        about: "the whole benchmark suite: harness floor, core, memory hierarchy, kernel paths",
+        payloads: &[
+            "empty",
+            "add-latency",
+            "add-throughput",
+            "int-divide",
+            "branch-predictable",
+            "branch-unpredictable",
+            "chase-l1",
+            "chase-l2",
+            "chase-llc",
+            "chase-dram",
+            "seq-read",
+            "rep-movsb",
+            "store-forward",
+            "syscall",
+            "read-fast",
+            "read-rdpmc",
+        ],
+    },
+    Suite {
+        name: "core",
+        about: "execution core: ALU latency and throughput, division, branch prediction",
+        payloads: &[
+            "add-latency",
+            "add-throughput",
+            "int-divide",
+            "branch-predictable",
+            "branch-unpredictable",
+        ],
+    },
+    Suite {
+        name: "memory",
+        about: "memory hierarchy: pointer chases from L1 to DRAM, streaming, rep movsb, store forwarding",
+        payloads: &[
+            "chase-l1",
+            "chase-l2",
+            "chase-llc",
+            "chase-dram",
+            "seq-read",
+            "rep-movsb",
+            "store-forward",
+        ],
+    },
+    Suite {
+        name: "harness",
+        about: "the harness itself: empty region, system call, counter reads",
+        payloads: &["empty", "syscall", "read-fast", "read-rdpmc"],
+    },
+    Suite {
+        name: "none",
+        about: "no payloads: the boot report only",
+        payloads: &[],
+    },
+];
+
+/// The suite called `name`.
+pub fn suite(name: &str) -> Option<&'static Suite> {
+    SUITES.iter().find(|s| s.name == name)
+}
+
+/// The payloads of suite `name`, in order; an error names the suites, or the payload this
+/// tool was built without.
+pub fn suite_payloads(name: &str) -> anyhow::Result<Vec<&'static Payload>> {
+    let suite = suite(name).ok_or_else(|| {
+        let known: Vec<String> = SUITES
+            .iter()
+            .map(|s| format!("{} ({})", s.name, s.about))
+            .collect();
+        anyhow::anyhow!("no suite `{name}`; there are:\n  {}", known.join("\n  "))
+    })?;
+    suite
+        .payloads
+        .iter()
+        .map(|&p| {
+            builtin(p).ok_or_else(|| {
+                anyhow::anyhow!(
+                    "suite `{name}` needs the payload `{p}`, which this baremark was built without \
+                     (the benchmark suite, payloads/suite, is not wired into boot/Cargo.toml)"
+                )
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn suites_name_distinct_known_payloads() {
+        let default = suite(DEFAULT_SUITE).unwrap();
+        assert_eq!(default.payloads.len(), 16);
+        assert_eq!(default.payloads[0], "empty", "the harness floor first");
+        for s in SUITES {
+            let mut names = s.payloads.to_vec();
+            names.sort_unstable();
+            names.dedup();
+            assert_eq!(
+                names.len(),
+                s.payloads.len(),
+                "{} repeats a payload",
+                s.name
+            );
+            // Every named suite draws from the default suite.
+            for p in s.payloads {
+                assert!(default.payloads.contains(p), "{}: {p}", s.name);
+            }
+            assert!(BUILTIN.iter().all(|b| !s.payloads.contains(&b.name)));
+        }
+        assert!(suite_payloads("none").unwrap().is_empty());
+        let e = suite_payloads("nope").unwrap_err().to_string();
+        assert!(
+            e.contains("no suite `nope`") && e.contains("memory ("),
+            "{e}"
+        );
+        if SUITE.is_empty() {
+            let e = suite_payloads("core").unwrap_err().to_string();
+            assert!(e.contains("needs the payload `add-latency`"), "{e}");
+        } else {
+            let got: Vec<&str> = suite_payloads("core")
+                .unwrap()
+                .iter()
+                .map(|p| p.name)
+                .collect();
+            assert_eq!(got, suite("core").unwrap().payloads);
+            assert!(SUITE.iter().all(|p| p.elf.starts_with(b"\x7fELF")));
+        }
+    }
 }

@@ -24,6 +24,15 @@ fn label(name: &str) -> String {
 /// The report line(s) for one record, or `None` for records that need no line.
 pub fn record_lines(r: &Record) -> Option<String> {
     let mut out = match r.kind.as_str() {
+        // Results are shown together, as the table at the end (crate::table).
+        kind if crate::results::RESULT_RECORDS.contains(&kind) => return None,
+        "harness_error" => format!(
+            "{}{}{}: {}",
+            label("HARNESS"),
+            s(r, "payload"),
+            r.str("bench").map(|b| format!("/{b}")).unwrap_or_default(),
+            s(r, "message")
+        ),
         "boot" => {
             let mem = r.get("memory");
             let cfg = r.get("config");

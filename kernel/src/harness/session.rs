@@ -677,7 +677,10 @@ mod tests {
         assert_eq!(result["overhead_stats"]["min"], 37.0);
         assert!(result["raw2x"].is_null());
         assert_eq!(sink.records[2]["kind"], "region");
-        assert_eq!(sink.records[2]["values"], serde_json::json!([1037, 1037, 1037, 1037, 1037]));
+        assert_eq!(
+            sink.records[2]["values"],
+            serde_json::json!([1037, 1037, 1037, 1037, 1037])
+        );
         assert_eq!(sink.records[3]["kind"], "empty");
         let cycles = &sink.records[4];
         assert_eq!(cycles["supported"], false);

@@ -97,17 +97,20 @@ fn variance(xs: &[u64], min: u64) -> f64 {
     }
 }
 
-/// `a - b`: each location statistic of `a` minus the same of `b`, the standard deviation of the
-/// difference of independent measurements (`sqrt(var(a) + var(b))`), and `a`'s count.
+/// `a - b`: `a`'s repetitions each less `b`'s median, so every location statistic of `a` is
+/// shifted by the same amount and they stay in order (min <= median <= max; subtracting min
+/// from min and max from max would not keep that); the standard deviation of the difference of
+/// independent measurements (`sqrt(var(a) + var(b))`), and `a`'s count.
 pub fn subtract(a: &Stats, b: &Stats) -> Stats {
+    let c = b.median;
     Stats {
         n: a.n,
-        min: a.min - b.min,
-        median: a.median - b.median,
-        mean: a.mean - b.mean,
+        min: a.min - c,
+        median: a.median - c,
+        mean: a.mean - c,
         stddev: sqrt(a.variance() + b.variance()),
-        max: a.max - b.max,
-        mean_20_80: a.mean_20_80 - b.mean_20_80,
+        max: a.max - c,
+        mean_20_80: a.mean_20_80 - c,
     }
 }
 
@@ -451,9 +454,10 @@ mod tests {
         let a = st(&[7, 13]);
         let b = st(&[0, 8]);
         let d = subtract(&a, &b);
-        assert_eq!((d.mean, d.stddev, d.min, d.max), (6.0, 5.0, 7.0, 5.0));
+        // b's median is 4: everything of a less 4, in order.
+        assert_eq!((d.mean, d.stddev, d.min, d.max), (6.0, 5.0, 3.0, 9.0));
         let p = scale(&d, 2.0);
-        assert_eq!((p.n, p.mean, p.stddev, p.min), (2, 3.0, 2.5, 3.5));
+        assert_eq!((p.n, p.mean, p.stddev, p.min), (2, 3.0, 2.5, 1.5));
     }
 
     #[test]

@@ -297,10 +297,10 @@ fn round_robin(mut ready: Vec<Running>, q: Quantum, tsc_hz: Option<u64>, summary
     let asked = u64::from(q.us) * q.tsc_hz / 1_000_000;
     // A quantum must leave the task time to run after the kernel's own switch cost (else it
     // would be preempted before its first instruction, forever): at least 1.5 times that.
-    let floor = overhead.map_or(0, |(lo, _)| lo.saturating_add(lo / 2));
+    let floor = overhead.map_or(0, |o| o.wall.saturating_add(o.wall / 2));
     let quantum_tsc = asked.max(floor);
     let count = timer_count(quantum_tsc, q.timer_hz, q.tsc_hz);
-    let compensation = overhead.map_or(0, |(lo, _)| lo);
+    let compensation = overhead.map_or(0, |o| o.counted.0);
     record("schedule", |r| {
         r.str("policy", "round-robin")
             .u64("tasks", ready.len() as u64)
@@ -308,14 +308,16 @@ fn round_robin(mut ready: Vec<Running>, q: Quantum, tsc_hz: Option<u64>, summary
             .u64("quantum_tsc", quantum_tsc)
             .u64("timer_count", u64::from(count))
             .u64("timer_divide", u64::from(crate::timer::TIMER_DIVIDE))
-            .opt_u64("switch_tsc_min", overhead.map(|(lo, _)| lo))
-            .opt_u64("switch_tsc_max", overhead.map(|(_, hi)| hi))
+            .opt_u64("switch_tsc_min", overhead.map(|o| o.counted.0))
+            .opt_u64("switch_tsc_max", overhead.map(|o| o.counted.1))
+            .opt_u64("switch_wall_tsc", overhead.map(|o| o.wall))
     });
     say!(
-        "sched  round-robin: {} tasks, quantum {} us ({quantum_tsc} TSC ticks, timer count {count}), switch cost {:?} TSC ticks",
+        "sched  round-robin: {} tasks, quantum {} us ({quantum_tsc} TSC ticks, timer count {count}), switch cost {:?} TSC ticks counted, {:?} in all",
         ready.len(),
         q.us,
-        overhead
+        overhead.map(|o| o.counted),
+        overhead.map(|o| o.wall)
     );
     for t in &mut ready {
         t.preempt_compensation = compensation;
@@ -405,10 +407,20 @@ fn drain_pending_interrupts() {
     hwcpu::disable_interrupts();
 }
 
-/// The kernel's cost of one preemption, in TSC ticks, as the virtual TSC would see it: entering
-/// ring 3 with the timer interrupt already pending and coming back. Three samples after a
-/// warm-up round (min, max); `None` if it cannot be measured. Interrupts must be off.
-fn calibrate_switch(tsc_hz: Option<u64>) -> Option<(u64, u64)> {
+/// The kernel's cost of one preemption, in TSC ticks.
+#[derive(Clone, Copy, Debug)]
+struct Switch {
+    /// As the virtual TSC sees it (min, max): what is taken off at every interrupt exit.
+    counted: (u64, u64),
+    /// Wall time of the whole round trip, the page writes before the switch-in reading
+    /// included (max): a quantum must be longer than this, or the task never runs.
+    wall: u64,
+}
+
+/// The kernel's cost of one preemption: entering ring 3 with the timer interrupt already
+/// pending and coming back. Three samples after a warm-up round; `None` if it cannot be
+/// measured. Interrupts must be off.
+fn calibrate_switch(tsc_hz: Option<u64>) -> Option<Switch> {
     // jmp $ (never executed: the interrupt arrives before the first instruction).
     const SPIN: [u8; 2] = [0xeb, 0xfe];
     const CODE: u64 = 0x40_0000;
@@ -427,7 +439,8 @@ fn calibrate_switch(tsc_hz: Option<u64>) -> Option<(u64, u64)> {
         tsc_hz,
     );
     let mut samples = [0u64; 4];
-    for sample in &mut samples {
+    let mut walls = [0u64; 4];
+    for (sample, wall) in samples.iter_mut().zip(&mut walls) {
         arm_timer(1);
         let deadline = hwcpu::rdtsc().wrapping_add(1_000_000_000);
         while apic::timer_current() != 0 {
@@ -438,6 +451,7 @@ fn calibrate_switch(tsc_hz: Option<u64>) -> Option<(u64, u64)> {
             core::hint::spin_loop();
         }
         let before = t.vc.values().tsc;
+        let wall_before = hwcpu::rdtsc();
         match t.enter() {
             Exit::Trap { vector, .. } if vector == traps::TIMER_VECTOR => {
                 ring3::forward_interrupt(&t.ctx, vector);
@@ -449,13 +463,18 @@ fn calibrate_switch(tsc_hz: Option<u64>) -> Option<(u64, u64)> {
             }
         }
         *sample = t.vc.values().tsc - before;
+        *wall = hwcpu::rdtsc().wrapping_sub(wall_before);
     }
     apic::timer_stop();
     drain_pending_interrupts();
     // The first round runs cold paths (first use of the SYSCALL setup, cache and TLB misses).
     let lo = samples[1..].iter().copied().min()?;
     let hi = samples[1..].iter().copied().max()?;
-    Some((lo, hi))
+    let wall = walls[1..].iter().copied().max()?;
+    Some(Switch {
+        counted: (lo, hi),
+        wall,
+    })
 }
 
 /// Plans and maps a payload: its segments, its stack, its counter page. `Err` says why not.
@@ -610,6 +629,8 @@ struct Running {
     read_window: (u64, u64),
     /// The run's harness settings (`None`: the calibration task).
     harness: Option<&'static RunPlan>,
+    /// The whole counter page was written once (after that, a switch writes only pieces).
+    page_written: bool,
     /// The benchmark between `bench_begin` and `bench_end`.
     bench: Option<Bench>,
 }
@@ -700,6 +721,7 @@ impl Running {
             hw_error_reported: false,
             read_window: (u64::MAX, u64::MAX),
             harness: None,
+            page_written: false,
             bench: None,
         }
     }
@@ -951,6 +973,22 @@ impl Running {
         let _ = self.space.write(USER_PAGE_ADDR, &self.page.to_bytes());
     }
 
+    /// After a switch in or out: the page's fields a switch changes, written piece by piece
+    /// (`UserPage::switch_in_pieces`).
+    fn publish_pieces(&mut self) {
+        let (hw, rdpmc) = (&self.hw, &self.hw_rdpmc);
+        self.page.publish(&self.vc, |c| {
+            hw.iter()
+                .position(|s| s.counter == c)
+                .and_then(|i| rdpmc.get(i).copied().flatten())
+        });
+        self.page.interrupts = self.interrupts;
+        let space = &mut self.space;
+        self.page.switch_in_pieces(|at, piece| {
+            let _ = space.write(USER_PAGE_ADDR + at as u64, piece);
+        });
+    }
+
     /// Runs the task in ring 3 once, with its virtual TSC running only meanwhile. After an
     /// interrupt the preemption compensation is taken off (never below the resume's reading).
     fn enter(&mut self) -> Exit {
@@ -960,13 +998,20 @@ impl Running {
         let pce = counting && self.uses_hardware_counters();
         // One reading starts both the virtual counters and the watchdog's run time, so the two
         // advance identically while the task counts.
+        // The whole page only when the configuration changed since it was last written (not
+        // counted: the task is still switched out); around each run in ring 3 only the
+        // pieces a switch changes, so the kernel's part of a switch stays short.
+        if !self.page_written || self.page.generation != self.vc.generation() {
+            self.publish();
+            self.page_written = true;
+        }
         let resumed = hwcpu::rdtsc();
         if pce {
             self.switch_in_hw(resumed);
         } else if counting {
             let _ = self.vc.resume(&[], resumed);
         }
-        self.publish();
+        self.publish_pieces();
         // The retry-free reader's fix-up (same cost whether it applies or not).
         self.ctx.rsi =
             user_page::fix_up_offset(self.ctx.rip, self.read_window, self.ctx.rsi, &self.page);
@@ -1004,7 +1049,7 @@ impl Running {
         } else if counting {
             let _ = self.vc.suspend(&[], now);
         }
-        self.publish();
+        self.publish_pieces();
         exit
     }
 

@@ -128,6 +128,12 @@ pub const MAGIC: u32 = u32::from_le_bytes(*b"BMVC");
 pub const VERSION: u32 = 1;
 /// The page the layout must fit in.
 pub const PAGE_SIZE: usize = 4096;
+/// Offsets in the page of `seq`, the TSC slot, the counter slots and the tail
+/// (`interrupts`, `tsc_offset`, `tsc_mask`).
+pub const SEQ_AT: usize = 8;
+pub const TSC_AT: usize = 32;
+pub const SLOTS_AT: usize = 64;
+pub const TAIL_AT: usize = 576;
 /// Attempts of the host reader [`read`] before it reports [`ReadError::Unstable`].
 pub const READ_RETRIES: u32 = 16;
 
@@ -145,6 +151,19 @@ pub struct PageSlot {
     pub start: u64,
     /// Zero.
     pub reserved: u64,
+}
+
+impl PageSlot {
+    /// The slot's 32 bytes as ring 3 sees them.
+    pub fn to_bytes(&self) -> [u8; 32] {
+        let mut out = [0u8; 32];
+        out[0..4].copy_from_slice(&self.index.to_le_bytes());
+        out[4..8].copy_from_slice(&self.width.to_le_bytes());
+        out[8..16].copy_from_slice(&self.base.to_le_bytes());
+        out[16..24].copy_from_slice(&self.start.to_le_bytes());
+        out[24..32].copy_from_slice(&self.reserved.to_le_bytes());
+        out
+    }
 }
 
 /// The page. See the module documentation for the layout.
@@ -276,13 +295,6 @@ impl UserPage {
     /// The page's bytes as ring 3 sees them (the layout above, little-endian): what the kernel
     /// copies into the task's page.
     pub fn to_bytes(&self) -> [u8; size_of::<UserPage>()] {
-        fn slot(out: &mut [u8], s: &PageSlot) {
-            out[0..4].copy_from_slice(&s.index.to_le_bytes());
-            out[4..8].copy_from_slice(&s.width.to_le_bytes());
-            out[8..16].copy_from_slice(&s.base.to_le_bytes());
-            out[16..24].copy_from_slice(&s.start.to_le_bytes());
-            out[24..32].copy_from_slice(&s.reserved.to_le_bytes());
-        }
         let mut out = [0u8; size_of::<UserPage>()];
         out[0..4].copy_from_slice(&self.magic.to_le_bytes());
         out[4..8].copy_from_slice(&self.version.to_le_bytes());
@@ -290,14 +302,36 @@ impl UserPage {
         out[16..24].copy_from_slice(&self.generation.to_le_bytes());
         out[24..28].copy_from_slice(&self.nr_slots.to_le_bytes());
         out[28..32].copy_from_slice(&self.size.to_le_bytes());
-        slot(&mut out[32..64], &self.tsc);
+        out[TSC_AT..TSC_AT + 32].copy_from_slice(&self.tsc.to_bytes());
         for (i, s) in self.slots.iter().enumerate() {
-            slot(&mut out[64 + 32 * i..96 + 32 * i], s);
+            out[SLOTS_AT + 32 * i..SLOTS_AT + 32 * (i + 1)].copy_from_slice(&s.to_bytes());
         }
-        out[576..584].copy_from_slice(&self.interrupts.to_le_bytes());
-        out[584..592].copy_from_slice(&self.tsc_offset.to_le_bytes());
-        out[592..600].copy_from_slice(&self.tsc_mask.to_le_bytes());
+        out[TAIL_AT..].copy_from_slice(&self.tail_bytes());
         out
+    }
+
+    /// `interrupts`, `tsc_offset`, `tsc_mask`: the bytes at [`TAIL_AT`].
+    pub fn tail_bytes(&self) -> [u8; 24] {
+        let mut out = [0u8; 24];
+        out[0..8].copy_from_slice(&self.interrupts.to_le_bytes());
+        out[8..16].copy_from_slice(&self.tsc_offset.to_le_bytes());
+        out[16..24].copy_from_slice(&self.tsc_mask.to_le_bytes());
+        out
+    }
+
+    /// What a switch in or out (and anything but a new configuration: `counters_start`,
+    /// `stop`, added child counts, interrupts) changes, as `(offset, bytes)` pieces of
+    /// [`UserPage::to_bytes`]: `seq`, the TSC slot, counter slots `0..nr_slots` and the tail.
+    /// The kernel writes the whole page when the configuration (generation) changed, while the
+    /// task is switched out (not counted), and only these around each run in ring 3, so the
+    /// part of a switch the task's virtual TSC sees stays short.
+    pub fn switch_in_pieces(&self, mut write: impl FnMut(usize, &[u8])) {
+        write(SEQ_AT, &self.seq.to_le_bytes());
+        write(TSC_AT, &self.tsc.to_bytes());
+        for (i, s) in self.slots.iter().take(self.nr_slots as usize).enumerate() {
+            write(SLOTS_AT + 32 * i, &s.to_bytes());
+        }
+        write(TAIL_AT, &self.tail_bytes());
     }
 
     /// `begin_update`, `set`, `end_update`.
@@ -541,6 +575,32 @@ mod tests {
         assert_eq!(page.tsc_mask, 0);
         assert_eq!(read_tsc_exact(&page, page.tsc_offset, 99_999), 400);
         assert_eq!(vc.values().tsc, 400);
+    }
+
+    /// The switch-in pieces, written over the bytes of the switched-out page, give the bytes of
+    /// the switched-in page.
+    #[test]
+    fn switch_in_pieces_complete_the_page() {
+        let mut vc = VirtualCounters::new();
+        vc.configure(&[(Counter::Gp(0), 48), (Counter::Gp(1), 48)])
+            .unwrap();
+        let mut page = UserPage::new();
+        page.interrupts = 3;
+        page.publish(&vc, ecx_of);
+        let mut bytes = page.to_bytes();
+        vc.resume(&[10, 20], 1_000).unwrap();
+        page.interrupts = 4;
+        page.publish(&vc, ecx_of);
+        page.switch_in_pieces(|at, piece| bytes[at..at + piece.len()].copy_from_slice(piece));
+        assert_eq!(bytes, page.to_bytes());
+        // And out again, stopped.
+        vc.suspend(&[15, 29], 1_400).unwrap();
+        page.interrupts = 5;
+        page.publish(&vc, ecx_of);
+        page.switch_in_pieces(|at, piece| bytes[at..at + piece.len()].copy_from_slice(piece));
+        assert_eq!(bytes, page.to_bytes());
+        assert_eq!(offset_of!(UserPage, seq), SEQ_AT);
+        assert_eq!(offset_of!(UserPage, interrupts), TAIL_AT);
     }
 
     #[test]

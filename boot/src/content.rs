@@ -1,0 +1,563 @@
+//! What goes into an image besides the kernel: the payloads (built-ins, suites, files), the
+//! harness settings (`events`, `reps`, `warmup`, `overhead`) and, with `--perfmon`, Intel's
+//! event tables. Shared by `run`, `image` and `count`, checked on the host before anything is
+//! built.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, anyhow, bail};
+
+use events::cpu::{CpuModel, Vendor};
+use events::event::{EventDesc, NamedEvents};
+use events::perfmon::{self, MapEntry};
+use events::pmu::{CoreType, PmuCaps};
+use events::table::EventTable;
+
+use crate::image::{self, Overhead, RunConfig};
+use crate::payloads;
+
+/// What `--events` is when not given (perf stat's hardware defaults).
+pub const DEFAULT_EVENTS: &str = "cycles,instructions,branches,branch-misses";
+
+/// The harness settings of `run`, `image` and `count`.
+#[derive(clap::Args, Clone, Debug, Default)]
+pub struct HarnessArgs {
+    /// Events to count besides the virtual TSC, in perf syntax: instructions,cycles:u,
+    /// {branches,branch-misses}, r01c2, cpu/event=0x3c,umask=1/, BR_MISP_RETIRED.ALL_BRANCHES
+    /// (with --perfmon). Checked here for syntax and known names; the kernel resolves them for
+    /// the CPU it boots on and reports the ones it cannot count as <not supported>. Default:
+    /// cycles,instructions,branches,branch-misses; `none`: only the virtual TSC.
+    #[arg(long, value_name = "LIST")]
+    pub events: Option<String>,
+    /// Measured repetitions per benchmark (default: the kernel's, 20).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub reps: Option<u32>,
+    /// Warm-up repetitions before the measured ones, not recorded (default: the kernel's, 5).
+    #[arg(long, value_name = "W", value_parser = clap::value_parser!(u32).range(0..=1000))]
+    pub warmup: Option<u32>,
+    /// Overhead removal: empty (subtract an empty region, the default), diff (2U minus U
+    /// iterations), none.
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub overhead: Option<Overhead>,
+    /// A copy of Intel's perfmon repository (with mapfile.csv): every core event file in it is
+    /// packed as a compact table (`events/<cpu>.tab`), so the kernel knows the model-specific
+    /// event names of whatever Intel CPU it boots on.
+    #[arg(long, value_name = "DIR")]
+    pub perfmon: Option<PathBuf>,
+}
+
+/// A payload to pack: its name and its ELF.
+pub type NamedElf = (String, Vec<u8>);
+
+/// The payload selection of `run` and `image`.
+#[derive(clap::Args, Clone, Debug, Default)]
+pub struct PayloadArgs {
+    /// Run a payload ELF in ring 3 (repeatable; named after the file stem).
+    #[arg(long = "payload", value_name = "FILE.elf")]
+    pub payloads: Vec<PathBuf>,
+    /// Run a built-in payload (repeatable): hello, loop1000, loop2000, rdpmc, spin, spawner, and
+    /// the benchmark suite's payloads.
+    #[arg(long = "builtin", value_name = "NAME")]
+    pub builtins: Vec<String>,
+    /// Run a named list of built-in payloads (repeatable): default (the benchmark suite), core,
+    /// memory, harness, none. Without --suite, --builtin or --payload: the default suite.
+    /// Order: suites, then built-ins, then files.
+    #[arg(long = "suite", value_name = "NAME")]
+    pub suites: Vec<String>,
+}
+
+/// The payloads of a run: the suites named, then the built-ins, then the files, each in the
+/// order given; with none of them, the default suite. Returns `(name, ELF)` pairs and notes
+/// for the user (e.g. that the default suite is not built in).
+pub fn collect_payloads(args: &PayloadArgs) -> Result<(Vec<NamedElf>, Vec<String>)> {
+    let mut notes = Vec::new();
+    let mut payloads: Vec<NamedElf> = Vec::new();
+    let implicit = args.suites.is_empty() && args.builtins.is_empty() && args.payloads.is_empty();
+    let suites: Vec<&str> = if implicit {
+        vec![payloads::DEFAULT_SUITE]
+    } else {
+        args.suites.iter().map(String::as_str).collect()
+    };
+    for name in suites {
+        match payloads::suite_payloads(name) {
+            Ok(list) => payloads.extend(list.iter().map(|p| (p.name.to_string(), p.elf.to_vec()))),
+            // Before payloads/suite is built in, a plain `run` still boots (the report only).
+            Err(e) if implicit => notes.push(format!("{e:#}; booting without payloads")),
+            Err(e) => return Err(e),
+        }
+    }
+    for name in &args.builtins {
+        let p = payloads::builtin(name).with_context(|| {
+            format!(
+                "no built-in payload `{name}` (there are: {})",
+                payloads::builtin_names().join(", ")
+            )
+        })?;
+        payloads.push((p.name.to_string(), p.elf.to_vec()));
+    }
+    for path in &args.payloads {
+        payloads.push(read_payload_file(path)?);
+    }
+    let mut seen = BTreeMap::new();
+    for (name, _) in &payloads {
+        if seen.insert(name.as_str(), ()).is_some() {
+            bail!(
+                "payload `{name}` is given twice (results are keyed by payload name; rename the file)"
+            );
+        }
+    }
+    Ok((payloads, notes))
+}
+
+/// A payload file, named after its stem.
+pub fn read_payload_file(path: &Path) -> Result<NamedElf> {
+    let name = path
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .filter(|s| image::valid_payload_name(s))
+        .with_context(|| {
+            format!(
+                "payload {}: the file stem must be 1-64 ASCII letters, digits, `-`, `_` or `.`",
+                path.display()
+            )
+        })?
+        .to_string();
+    let elf = std::fs::read(path).with_context(|| format!("reading payload {}", path.display()))?;
+    Ok((name, elf))
+}
+
+/// Checks the harness settings and writes them into `config`: the event list is validated,
+/// perfmon tables are packed. Returns notes for the user.
+pub fn apply_harness(args: &HarnessArgs, config: &mut RunConfig) -> Result<Vec<String>> {
+    let mut notes = Vec::new();
+    let mut tables = Vec::new();
+    if let Some(dir) = &args.perfmon {
+        let pack = pack_perfmon(dir)?;
+        notes.push(pack.summary());
+        config.extra_members.extend(pack.members);
+        tables = pack.tables;
+    }
+    // Like `perf stat`, some events by default: on a machine without counters they show what
+    // is missing (`<not supported>`) next to the TSC figures. `--events none`: the TSC alone.
+    let list = args.events.as_deref().unwrap_or(DEFAULT_EVENTS);
+    if list.trim() != "none" {
+        validate_events(list, &tables)?;
+        config.events = Some(list.trim().to_string());
+    }
+    config.reps = args.reps;
+    config.warmup = args.warmup;
+    config.overhead = args.overhead;
+    Ok(notes)
+}
+
+/// PMUs an event list is checked against on the host: the kernel resolves the list for the CPU
+/// it boots on, which the host does not know, so a name is accepted when any of these knows it.
+/// Intel v4 (Skylake: AnyThread, 4 GP) and v5 (Sapphire Rapids: 8 GP, 4 fixed), AMD Zen 2
+/// (PerfCtrExtCore), Zen 4 (PerfMonV2) and Zen 5.
+const NEUTRAL_CPUS: [CpuModel; 5] = [
+    CpuModel::new(Vendor::Intel, 6, 0x5e),
+    CpuModel::new(Vendor::Intel, 6, 0x8f),
+    CpuModel::new(Vendor::Amd, 0x17, 0x31),
+    CpuModel::new(Vendor::Amd, 0x19, 0x11),
+    CpuModel::new(Vendor::Amd, 0x1a, 0x02),
+];
+
+/// Names from several event tables (all the perfmon files packed), first match wins.
+struct Tables<'a>(&'a [EventTable]);
+
+impl NamedEvents for Tables<'_> {
+    fn event(&self, name: &str) -> Option<EventDesc> {
+        self.0.iter().find_map(|t| t.get(name).cloned())
+    }
+    fn all(&self) -> Vec<EventDesc> {
+        self.0
+            .iter()
+            .flat_map(|t| t.events().iter().cloned())
+            .collect()
+    }
+}
+
+/// Checks an event list the way the kernel will parse it, without knowing the CPU: the syntax,
+/// and that every name is known to some vendor's catalogue (or to a `--perfmon` table). The
+/// error shows the list with carets under the problem.
+pub fn validate_events(list: &str, tables: &[EventTable]) -> Result<()> {
+    if list.trim().is_empty() {
+        bail!("--events is empty: leave it out to count only the virtual TSC");
+    }
+    // run.cfg is line based and `#` starts a comment there: such a list would reach the
+    // kernel cut short.
+    if let Some(pos) = list.find(['#', '\n', '\r']) {
+        let what = match list[pos..].chars().next() {
+            Some('#') => "`#` (it starts a comment in run.cfg)",
+            _ => "a line break",
+        };
+        bail!(
+            "--events: at column {}: the list cannot contain {what}\n{}",
+            pos + 1,
+            caret(list, pos, 1)
+        );
+    }
+    let named = Tables(tables);
+    let mut best: Option<events::parse::ParseError> = None;
+    for cpu in NEUTRAL_CPUS {
+        let caps = PmuCaps::nominal(cpu);
+        // Intel tables only make sense for an Intel PMU (the encodings differ).
+        let named: Option<&dyn NamedEvents> =
+            (cpu.vendor == Vendor::Intel && !tables.is_empty()).then_some(&named);
+        match events::parse::parse(list, &caps, named) {
+            Ok(_) => return Ok(()),
+            // The error found furthest into the list is the most useful one: an earlier
+            // position only means that PMU gave up sooner (e.g. on an AMD-only name).
+            Err(e) if best.as_ref().is_none_or(|b| e.position > b.position) => best = Some(e),
+            Err(_) => {}
+        }
+    }
+    let e = best.expect("at least one PMU was tried");
+    let hint = if matches!(e.kind, events::parse::ErrorKind::UnknownName(_)) && tables.is_empty() {
+        " (model-specific Intel names need --perfmon DIR)"
+    } else {
+        ""
+    };
+    Err(anyhow!(
+        "--events: {e}{hint}\n{}",
+        indent(&e.caret_line(list))
+    ))
+}
+
+fn caret(input: &str, pos: usize, len: usize) -> String {
+    let pad = input[..pos].chars().count();
+    indent(&format!(
+        "{}\n{}{}",
+        input.replace(['\n', '\r'], " "),
+        " ".repeat(pad),
+        "^".repeat(len.max(1))
+    ))
+}
+
+fn indent(s: &str) -> String {
+    s.lines()
+        .map(|l| format!("    {l}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Event tables packed from a perfmon repository.
+#[derive(Debug, Default)]
+pub struct PerfmonPack {
+    /// `(events/<cpu>.tab, bytes)`, sorted by name.
+    pub members: Vec<(String, Vec<u8>)>,
+    /// The tables, for checking `--events` names on the host.
+    pub tables: Vec<EventTable>,
+    /// Core event files read.
+    pub files: usize,
+    /// Core event files mapfile.csv lists that the folder does not have.
+    pub absent: usize,
+    /// Events the importer could not convert (reported on stderr).
+    pub skipped: usize,
+    pub dir: PathBuf,
+}
+
+impl PerfmonPack {
+    pub fn bytes(&self) -> usize {
+        self.members.iter().map(|(_, b)| b.len()).sum()
+    }
+
+    /// One line for the user.
+    pub fn summary(&self) -> String {
+        format!(
+            "perfmon: packed {} event tables ({} KiB) from {} core event files in {}{}{}",
+            self.members.len(),
+            self.bytes().div_ceil(1024),
+            self.files,
+            self.dir.display(),
+            if self.absent > 0 {
+                format!(
+                    "; {} files mapfile.csv lists are not there (their CPUs get no table)",
+                    self.absent
+                )
+            } else {
+                String::new()
+            },
+            if self.skipped > 0 {
+                format!(
+                    "; {} events could not be converted exactly and were left out",
+                    self.skipped
+                )
+            } else {
+                String::new()
+            }
+        )
+    }
+}
+
+/// The ramdisk member for a table: `events/GenuineIntel-6-55.tab`, with the stepping when the
+/// mapfile row depends on it (`events/GenuineIntel-6-55-4.tab`) and the core role on hybrid
+/// parts (`events/GenuineIntel-6-97-core.tab`, `-atom`, `-lowpower_atom`).
+pub fn table_member(cpu: &CpuModel, role: Option<&str>) -> String {
+    match role {
+        Some(role) => format!("events/{cpu}-{}.tab", role.to_ascii_lowercase()),
+        None => format!("events/{cpu}.tab"),
+    }
+}
+
+/// The concrete CPUs (vendor-family-model, with a stepping only when the row depends on it)
+/// that a mapfile row's `Family-model` pattern covers.
+fn row_cpus(entry: &MapEntry) -> Vec<CpuModel> {
+    let mut parts = entry.family_model.split('-');
+    let vendor = parts.next().and_then(Vendor::from_cpuid_name);
+    let family = parts.next().and_then(|f| f.parse::<u32>().ok());
+    let (Some(vendor), Some(family)) = (vendor, family) else {
+        return Vec::new();
+    };
+    let mut cpus = Vec::new();
+    // Display models are 8 bits (extended model, model).
+    for model in 0..=0xffu32 {
+        let cpu = CpuModel::new(vendor, family, model);
+        if !entry.matches(&cpu) {
+            continue;
+        }
+        let steppings: Vec<u32> = (0..=0xf)
+            .filter(|&s| {
+                entry.matches(&CpuModel {
+                    stepping: Some(s),
+                    ..cpu
+                })
+            })
+            .collect();
+        if steppings.len() == 16 {
+            cpus.push(cpu);
+        } else {
+            cpus.extend(steppings.into_iter().map(|s| CpuModel {
+                stepping: Some(s),
+                ..cpu
+            }));
+        }
+    }
+    cpus
+}
+
+/// Imports every core event file that `dir/mapfile.csv` lists and `dir` has, as one compact
+/// table (without descriptions) per CPU the mapfile maps to it.
+pub fn pack_perfmon(dir: &Path) -> Result<PerfmonPack> {
+    let mapfile_path = dir.join("mapfile.csv");
+    if !mapfile_path.is_file() {
+        bail!(
+            "--perfmon {}: no mapfile.csv there; point it at a copy of Intel's perfmon repository \
+             (github.com/intel/perfmon), which maps CPUs to event files",
+            dir.display()
+        );
+    }
+    let map = perfmon::load_mapfile(&mapfile_path).map_err(|e| anyhow!("--perfmon: {e}"))?;
+    let mut pack = PerfmonPack {
+        dir: dir.to_path_buf(),
+        ..PerfmonPack::default()
+    };
+    let mut imported: BTreeMap<PathBuf, Option<perfmon::Imported>> = BTreeMap::new();
+    let mut members: BTreeMap<String, Vec<u8>> = BTreeMap::new();
+    for entry in map.entries.iter().filter(|e| e.is_core()) {
+        let Some(path) = entry.path_under(dir) else {
+            continue;
+        };
+        if !imported.contains_key(&path) {
+            let loaded = if path.is_file() {
+                let got =
+                    perfmon::load_events_file(&path).map_err(|e| anyhow!("--perfmon: {e}"))?;
+                for issue in &got.skipped {
+                    eprintln!("baremark: perfmon: skipped {issue}");
+                }
+                pack.skipped += got.skipped.len();
+                pack.files += 1;
+                pack.tables.push(
+                    got.to_table(&path.display().to_string(), None, entry.core_type)
+                        .map_err(|e| anyhow!("--perfmon: {e}"))?,
+                );
+                Some(got)
+            } else {
+                pack.absent += 1;
+                None
+            };
+            imported.insert(path.clone(), loaded);
+        }
+        let Some(Some(events)) = imported.get(&path) else {
+            continue;
+        };
+        let core_type: Option<CoreType> = entry.core_type;
+        let role = core_type.map(|ct| {
+            entry
+                .core_role
+                .clone()
+                .unwrap_or_else(|| ct.perfmon_name().to_string())
+        });
+        let cpus = row_cpus(entry);
+        if cpus.is_empty() {
+            eprintln!(
+                "baremark: perfmon: {}:{}: Family-model `{}` names no CPU this tool can spell; skipped",
+                mapfile_path.display(),
+                entry.line,
+                entry.family_model
+            );
+        }
+        for cpu in cpus {
+            let name = table_member(&cpu, role.as_deref());
+            if members.contains_key(&name) {
+                continue; // an earlier row already mapped this CPU (mapfile order wins)
+            }
+            let table = events
+                .to_table(&path.display().to_string(), Some(cpu), core_type)
+                .map_err(|e| anyhow!("--perfmon: {e}"))?;
+            members.insert(name, table.to_bytes_without_descriptions());
+        }
+    }
+    if pack.files == 0 {
+        bail!(
+            "--perfmon {}: none of the core event files mapfile.csv lists is there",
+            dir.display()
+        );
+    }
+    pack.members = members.into_iter().collect();
+    Ok(pack)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn event_lists_are_checked_without_knowing_the_vendor() {
+        for ok in [
+            "instructions,cycles",
+            "{branches,branch-misses}:u",
+            "r01c2",
+            "cpu/event=0x3c,umask=1/",
+            // AMD-only: the host accepts it, the kernel decides on the machine.
+            "ls_not_halted_cyc",
+            "instructions:H",
+            " instructions , cycles:k ",
+        ] {
+            validate_events(ok, &[]).unwrap_or_else(|e| panic!("{ok}: {e:#}"));
+        }
+        let e = validate_events("instructions,cyclez", &[]).unwrap_err();
+        let msg = format!("{e:#}");
+        assert!(
+            msg.contains("at column 14: unknown event name `cyclez`"),
+            "{msg}"
+        );
+        assert!(
+            msg.contains("    instructions,cyclez\n                 ^^^^^^"),
+            "{msg}"
+        );
+        let e = format!("{:#}", validate_events("{instructions", &[]).unwrap_err());
+        assert!(e.contains("^"), "{e}");
+        let e = format!("{:#}", validate_events("cpu/name='a#b'/", &[]).unwrap_err());
+        assert!(e.contains("column 12") && e.contains("comment"), "{e}");
+        assert!(validate_events("  ", &[]).is_err());
+        let e = format!(
+            "{:#}",
+            validate_events("MACHINE_CLEARS.COUNT", &[]).unwrap_err()
+        );
+        assert!(e.contains("--perfmon"), "{e}");
+    }
+
+    #[test]
+    fn harness_settings_reach_run_cfg() {
+        let mut config = RunConfig::default();
+        let args = HarnessArgs {
+            events: Some(" instructions,{cycles,branches}:u ".into()),
+            reps: Some(50),
+            warmup: Some(0),
+            overhead: Some(Overhead::Diff),
+            perfmon: None,
+        };
+        apply_harness(&args, &mut config).unwrap();
+        let text = config.to_text();
+        assert!(
+            text.contains("events = instructions,{cycles,branches}:u\n"),
+            "{text}"
+        );
+        assert!(text.contains("reps = 50\n"), "{text}");
+        assert!(text.contains("warmup = 0\n"), "{text}");
+        assert!(text.contains("overhead = diff\n"), "{text}");
+        // Nothing asked: no key, so the kernel's defaults apply.
+        let text = RunConfig::default().to_text();
+        for key in ["events", "reps", "warmup", "overhead"] {
+            assert!(!text.contains(&format!("{key} =")), "{text}");
+        }
+    }
+
+    #[test]
+    fn stepping_dependent_rows_expand_per_stepping() {
+        let text = "Family-model,Version,Filename,EventType,Core Type,Native Model ID,Core Role Name\n\
+GenuineIntel-6-55-[01234],V1,/SKX/events/skylakex_core.json,core,,,\n\
+GenuineIntel-6-(4E|5E),V1,/SKL/events/skylake_core.json,core,,,\n\
+GenuineIntel-6-97,V1,/ADL/events/alderlake_gracemont_core.json,hybridcore,0x20,0x000001,Atom\n";
+        let map = perfmon::parse_mapfile("mapfile.csv", text).unwrap();
+        let names: Vec<Vec<String>> = map
+            .entries
+            .iter()
+            .map(|e| {
+                row_cpus(e)
+                    .iter()
+                    .map(|c| table_member(c, e.core_role.as_deref()))
+                    .collect()
+            })
+            .collect();
+        assert_eq!(
+            names[0],
+            (0..5)
+                .map(|s| format!("events/GenuineIntel-6-55-{s}.tab"))
+                .collect::<Vec<_>>()
+        );
+        assert_eq!(
+            names[1],
+            [
+                "events/GenuineIntel-6-4E.tab",
+                "events/GenuineIntel-6-5E.tab"
+            ]
+        );
+        assert_eq!(names[2], ["events/GenuineIntel-6-97-atom.tab"]);
+    }
+
+    #[test]
+    fn perfmon_folder_packs_tables_per_cpu() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/perfmon");
+        if !Path::new(dir).join("mapfile.csv").exists() {
+            eprintln!("skipping: {dir} not found (Intel perfmon test data)");
+            return;
+        }
+        let pack = pack_perfmon(Path::new(dir)).unwrap();
+        let names: Vec<&str> = pack.members.iter().map(|(n, _)| n.as_str()).collect();
+        for want in [
+            "events/GenuineIntel-6-5E.tab",
+            "events/GenuineIntel-6-8F.tab",
+            "events/GenuineIntel-6-97-core.tab",
+            "events/GenuineIntel-6-97-atom.tab",
+        ] {
+            assert!(names.contains(&want), "{want} not in {names:?}");
+        }
+        assert!(pack.absent > 0, "the test data has only some files");
+        let (_, skl) = &pack.members[names
+            .iter()
+            .position(|n| *n == "events/GenuineIntel-6-5E.tab")
+            .unwrap()];
+        let table = EventTable::from_bytes(skl).unwrap();
+        assert_eq!(
+            table.cpu(),
+            Some(CpuModel::new(Vendor::Intel, 6, 0x5e)),
+            "the header names the CPU"
+        );
+        assert!(table.get("MACHINE_CLEARS.COUNT").is_some());
+        validate_events("MACHINE_CLEARS.COUNT,instructions", &pack.tables).unwrap();
+        let mut config = RunConfig::default();
+        apply_harness(
+            &HarnessArgs {
+                perfmon: Some(dir.into()),
+                events: Some("BR_MISP_RETIRED.ALL_BRANCHES:u".into()),
+                ..HarnessArgs::default()
+            },
+            &mut config,
+        )
+        .unwrap();
+        assert_eq!(config.extra_members.len(), pack.members.len());
+    }
+}

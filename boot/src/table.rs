@@ -1,0 +1,395 @@
+//! The results as people read them: a `perf stat`-like table per benchmark, under a header
+//! that says what was measured on and how. Fits 100 columns.
+
+use std::fmt::Write as _;
+
+use crate::render::mhz;
+use crate::results::{Benchmark, ResultRec, Results};
+
+/// Widths of the number columns: median, mean 20-80, ± stddev, min, max.
+const W_MEDIAN: usize = 15;
+const W_MEAN: usize = 13;
+const W_PCT: usize = 9;
+const W_MIN: usize = 12;
+const W_MAX: usize = 12;
+/// Where the event name starts.
+const NUMBERS: usize = W_MEDIAN + W_MEAN + W_PCT + W_MIN + W_MAX + 4;
+const W_EVENT: usize = 20;
+
+/// A number for the table: thousands grouped, as many decimals as its size deserves.
+pub fn num(x: f64) -> String {
+    if !x.is_finite() {
+        return "n/a".into();
+    }
+    let a = x.abs();
+    let decimals = if a == 0.0 || (a >= 100.0 && x.fract() == 0.0) || a >= 100_000.0 {
+        0
+    } else if a >= 100.0 {
+        1
+    } else if a >= 10.0 {
+        2
+    } else if a >= 1.0 {
+        3
+    } else {
+        4
+    };
+    let s = format!("{a:.decimals$}");
+    let (int, frac) = s.split_once('.').map_or((s.as_str(), ""), |(i, f)| (i, f));
+    let grouped = group(int);
+    let sign = if x < 0.0 && s.bytes().any(|b| b.is_ascii_digit() && b != b'0') {
+        "-"
+    } else {
+        ""
+    };
+    if frac.is_empty() {
+        format!("{sign}{grouped}")
+    } else {
+        format!("{sign}{grouped}.{frac}")
+    }
+}
+
+/// A count, thousands grouped.
+pub fn count(n: u64) -> String {
+    group(&n.to_string())
+}
+
+/// Digits with a comma every three from the right.
+fn group(digits: &str) -> String {
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Standard deviation as a percentage of the mean.
+fn pct(stddev: f64, mean: f64) -> String {
+    if stddev == 0.0 {
+        "0.00%".into()
+    } else if mean == 0.0 || !stddev.is_finite() || !mean.is_finite() {
+        "-".into()
+    } else {
+        format!("{:.2}%", stddev / mean.abs() * 100.0)
+    }
+}
+
+fn overhead_text(mode: Option<&str>) -> String {
+    match mode {
+        Some("empty") => "overhead: empty region subtracted".into(),
+        Some("diff") => "overhead: diff (run of 2U iterations minus run of U)".into(),
+        Some("none") => "overhead: none (regions as measured)".into(),
+        Some(other) => format!("overhead: {other}"),
+        None => "overhead: ?".into(),
+    }
+}
+
+/// The header: machine and harness settings.
+pub fn header(res: &Results) -> String {
+    let m = &res.machine;
+    let c = &res.config;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "machine  {}{}{}",
+        m.cpu.as_deref().unwrap_or("unknown CPU"),
+        m.cpu_brand
+            .as_deref()
+            .map(|b| format!(" \"{b}\""))
+            .unwrap_or_default(),
+        m.hypervisor
+            .as_deref()
+            .map(|h| format!(" | hypervisor {h}"))
+            .unwrap_or_default()
+    );
+    let tsc = match (m.tsc_hz, m.tsc_method.as_deref()) {
+        (Some(hz), method) => format!("{} ({})", mhz(hz), method.unwrap_or("?")),
+        (None, method) => format!("frequency unknown ({})", method.unwrap_or("no method")),
+    };
+    let _ = writeln!(
+        out,
+        "         pmu backend {} | tsc {tsc}",
+        m.pmu_backend.as_deref().unwrap_or("unknown")
+    );
+    let _ = writeln!(
+        out,
+        "harness  {} repetitions after {} warm-up{} | {}",
+        c.reps.map_or("?".into(), |n| n.to_string()),
+        c.warmup.map_or("?".into(), |n| n.to_string()),
+        if c.warmup == Some(1) { "" } else { "s" },
+        overhead_text(c.overhead.as_deref())
+    );
+    let mut items: Vec<String> = std::iter::once("tsc")
+        .chain(c.events.iter().map(String::as_str))
+        .map(str::to_string)
+        .collect();
+    if let Some(g) = c.groups.filter(|&g| g > 1) {
+        items.push(format!("({g} groups, measured in turn)"));
+    }
+    out.push_str(&wrap("         events: ", &items, WIDTH));
+    out
+}
+
+/// The table's width.
+const WIDTH: usize = 100;
+
+/// `items` after `prefix`, comma-separated, broken into lines of at most `width` characters
+/// (an item longer than a line gets one of its own), continued under the first item.
+fn wrap(prefix: &str, items: &[String], width: usize) -> String {
+    let indent = " ".repeat(prefix.chars().count());
+    let mut lines = vec![prefix.to_string()];
+    for (i, item) in items.iter().enumerate() {
+        // A parenthesised note follows the item before it without a comma.
+        let sep = match i {
+            0 => "",
+            _ if item.starts_with('(') => " ",
+            _ => ", ",
+        };
+        let line = lines.last_mut().expect("one line at least");
+        // + 1: room for the comma that ends a broken line.
+        if i > 0 && line.chars().count() + sep.len() + item.chars().count() + 1 > width {
+            if sep == ", " {
+                line.push(',');
+            }
+            lines.push(format!("{indent}{item}"));
+        } else {
+            line.push_str(sep);
+            line.push_str(item);
+        }
+    }
+    lines.join("\n") + "\n"
+}
+
+fn counter_text(r: &ResultRec) -> String {
+    let counter = r.counter.as_deref().unwrap_or("-");
+    match (r.group, r.groups) {
+        (Some(g), Some(n)) if n > 1 => format!("{counter} g{g}"),
+        _ => counter.to_string(),
+    }
+}
+
+/// One benchmark's table.
+pub fn benchmark(b: &Benchmark) -> String {
+    let mut out = String::new();
+    let per_iteration = b.typed.iter().any(|r| r.per_iteration.is_some());
+    let what = match (b.iterations, per_iteration) {
+        (Some(n), true) => format!("{} iterations, values per iteration", count(n)),
+        (Some(n), false) => format!("{} iterations, values per region", count(n)),
+        (None, _) => "values per region".to_string(),
+    };
+    let _ = writeln!(
+        out,
+        " Performance counter stats for '{}' ({what}; tsc in ticks):\n",
+        b.title()
+    );
+    let _ = writeln!(
+        out,
+        "{:>W_MEDIAN$} {:>W_MEAN$} {:>W_PCT$} {:>W_MIN$} {:>W_MAX$}  {:<W_EVENT$} counter",
+        "median", "mean 20-80", "± stddev", "min", "max", "event"
+    );
+    for r in &b.typed {
+        match r.chosen() {
+            Some((s, _)) if r.supported => {
+                let _ = writeln!(
+                    out,
+                    "{:>W_MEDIAN$} {:>W_MEAN$} {:>W_PCT$} {:>W_MIN$} {:>W_MAX$}  {:<W_EVENT$} {}",
+                    num(s.median),
+                    num(s.mean_20_80),
+                    pct(s.stddev, s.mean),
+                    num(s.min),
+                    num(s.max),
+                    r.event,
+                    counter_text(r)
+                );
+            }
+            _ => {
+                // The kernel marks events it could not measure for a harness failure "not
+                // measured: ..."; those are not a limit of the machine.
+                let failed = r.supported
+                    || r.reason
+                        .as_deref()
+                        .is_some_and(|why| why.starts_with("not measured"));
+                let label = if failed {
+                    "<not counted>"
+                } else {
+                    "<not supported>"
+                };
+                let reason = r.reason.as_deref().unwrap_or(if r.supported {
+                    "no statistics"
+                } else {
+                    "no reason given"
+                });
+                let _ = writeln!(
+                    out,
+                    "{label:>W_MEDIAN$}{:pad$}{:<W_EVENT$} {reason}",
+                    "",
+                    r.event,
+                    pad = NUMBERS - W_MEDIAN + 2
+                );
+            }
+        }
+    }
+    let _ = write!(out, "{}", notes(b));
+    if !b.typed_metrics.is_empty() {
+        out.push('\n');
+        for (i, m) in b.typed_metrics.iter().enumerate() {
+            let value = match m.value {
+                Some(v) => format!("{:>W_MEDIAN$} {}", num(v), m.unit.as_deref().unwrap_or("")),
+                None => format!(
+                    "{:>W_MEDIAN$} ({})",
+                    "n/a",
+                    m.reason.as_deref().unwrap_or("no reason given")
+                ),
+            };
+            let _ = writeln!(
+                out,
+                "   {:<8} {:<28}{}",
+                if i == 0 { "derived" } else { "" },
+                m.name,
+                value.trim_end()
+            );
+        }
+    }
+    out
+}
+
+/// The lines under a benchmark's rows: overhead, multiplexing, interrupts, outliers.
+fn notes(b: &Benchmark) -> String {
+    let mut out = String::new();
+    let tsc = b.result("tsc");
+    if let Some(r) = tsc {
+        match (r.overhead.as_deref(), &r.overhead_stats, &r.raw2x) {
+            (Some("empty"), Some(o), _) => {
+                let _ = writeln!(
+                    out,
+                    "\n   overhead: the empty region took {} ticks (median) per region, subtracted",
+                    num(o.median)
+                );
+            }
+            (Some("diff"), _, Some(x2)) => {
+                let raw = r.raw.map_or(f64::NAN, |s| s.median);
+                let _ = writeln!(
+                    out,
+                    "\n   diff: medians {} ticks for U iterations, {} for 2U; values are the difference",
+                    num(raw),
+                    num(x2.median)
+                );
+            }
+            _ => out.push('\n'),
+        }
+    } else {
+        out.push('\n');
+    }
+    if let Some(r) = b.typed.iter().find(|r| r.multiplexed) {
+        let _ = writeln!(
+            out,
+            "   multiplexed: {} groups measured in turn, each over all {} repetitions (not scaled)",
+            r.groups.map_or("?".into(), |g| g.to_string()),
+            r.reps.map_or("?".into(), |n| n.to_string())
+        );
+    }
+    let interrupts = b.typed.iter().filter_map(|r| r.interrupts).max();
+    let worst = b.typed.iter().filter_map(|r| r.interrupts_max).max();
+    match interrupts {
+        Some(0) => {
+            let _ = writeln!(out, "   interrupts: none in the measured regions");
+        }
+        Some(n) => {
+            let _ = writeln!(
+                out,
+                "   interrupts: {n} in the measured regions (at most {} in one repetition): they are in the values",
+                worst.map_or("?".into(), |w| w.to_string())
+            );
+        }
+        None => {}
+    }
+    let outliers: Vec<String> = b
+        .typed
+        .iter()
+        .filter_map(|r| {
+            r.outliers
+                .filter(|&n| n > 0)
+                .map(|n| format!("{} {n}", r.event))
+        })
+        .collect();
+    if !outliers.is_empty() {
+        let _ = writeln!(
+            out,
+            "   outliers (outside the Tukey fences): {}",
+            outliers.join(", ")
+        );
+    }
+    out
+}
+
+/// The whole report: header, every benchmark, errors, a closing count.
+pub fn render(res: &Results) -> String {
+    let mut out = header(res);
+    for b in &res.benchmarks {
+        out.push('\n');
+        out.push_str(&benchmark(b));
+    }
+    if !res.errors.is_empty() {
+        out.push('\n');
+        for e in &res.errors {
+            let whom = match (&e.payload, &e.bench) {
+                (Some(p), Some(b)) if p != b => format!("{p}/{b}: "),
+                (Some(p), _) => format!("{p}: "),
+                (None, Some(b)) => format!("{b}: "),
+                (None, None) => String::new(),
+            };
+            let _ = writeln!(out, "ERROR    [{}] {whom}{}", e.kind, e.message);
+        }
+    }
+    let (results, unsupported) = res.counts();
+    let plural = |n: usize, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
+    let _ = writeln!(
+        out,
+        "\n{} | {}, {unsupported} not supported | {}",
+        plural(res.benchmarks.len(), "benchmark"),
+        plural(results, "result"),
+        plural(res.errors.len(), "error")
+    );
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_lists_wrap_under_the_first_item() {
+        let items: Vec<String> = ["tsc", "instructions", "cycles", "(2 groups)"]
+            .map(String::from)
+            .to_vec();
+        assert_eq!(
+            wrap("  events: ", &items, 100),
+            "  events: tsc, instructions, cycles (2 groups)\n"
+        );
+        assert_eq!(
+            wrap("  events: ", &items, 30),
+            "  events: tsc, instructions,\n          cycles (2 groups)\n"
+        );
+    }
+
+    #[test]
+    fn numbers_are_grouped_and_sized() {
+        assert_eq!(count(50), "50");
+        assert_eq!(count(1_234_567), "1,234,567");
+        assert_eq!(num(0.0), "0");
+        assert_eq!(num(1.00234), "1.002");
+        assert_eq!(num(0.25), "0.2500");
+        assert_eq!(num(12.345), "12.35");
+        assert_eq!(num(1004.0), "1,004");
+        assert_eq!(num(1003.56), "1,003.6");
+        assert_eq!(num(12_345_678.4), "12,345,678");
+        assert_eq!(num(-52.5), "-52.50");
+        assert_eq!(num(-0.00001), "0.0000");
+        assert_eq!(num(f64::NAN), "n/a");
+        assert_eq!(pct(0.5, 100.0), "0.50%");
+        assert_eq!(pct(0.0, 0.0), "0.00%");
+        assert_eq!(pct(1.0, 0.0), "-");
+    }
+}
