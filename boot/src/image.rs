@@ -81,7 +81,7 @@ pub struct RunConfig {
     /// `quantum_us` key); 0: one after the other.
     pub quantum_us: u32,
     /// The watchdog's per-task budget in milliseconds (the `task_budget_ms` key; 0: none);
-    /// `None`: the kernel's default (2000).
+    /// `None`: the kernel's default (10000).
     pub task_budget_ms: Option<u32>,
     /// Events to count in perf syntax (the `events` key); `None`: only the virtual TSC.
     pub events: Option<String>,

@@ -131,7 +131,7 @@ struct RunArgs {
     #[arg(long, value_name = "US", value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     quantum_us: Option<u32>,
     /// The watchdog: kill a task after this many milliseconds of its own run time (0: no
-    /// budget; default: the kernel's, 2000).
+    /// budget; default: the kernel's, 10000).
     #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u32).range(0..=3_600_000))]
     task_budget_ms: Option<u32>,
     #[command(flatten)]
@@ -151,7 +151,7 @@ struct CountArgs {
     qemu: QemuArgs,
     #[command(flatten)]
     harness: HarnessArgs,
-    /// The watchdog budget in milliseconds (0: none; default: the kernel's, 2000).
+    /// The watchdog budget in milliseconds (0: none; default: the kernel's, 10000).
     #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u32).range(0..=3_600_000))]
     task_budget_ms: Option<u32>,
     #[command(flatten)]
@@ -186,9 +186,13 @@ struct ImageArgs {
     payloads: PayloadArgs,
     #[command(flatten)]
     harness: HarnessArgs,
-    /// The watchdog budget in milliseconds (0: none; default: the kernel's, 2000).
+    /// The watchdog budget in milliseconds (0: none; default: the kernel's, 10000).
     #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u32).range(0..=3_600_000))]
     task_budget_ms: Option<u32>,
+    /// Run the PMU selftest after the boot report (certifies the machine's counters; read the
+    /// PASS/FAIL/SKIP records from the serial capture).
+    #[arg(long)]
+    selftest: bool,
 }
 
 fn main() -> ExitCode {
@@ -380,6 +384,7 @@ fn write_images(args: ImageArgs) -> Result<()> {
         on_end: args.on_end,
         payloads,
         task_budget_ms: args.task_budget_ms,
+        selftest: args.selftest,
         ..RunConfig::default()
     };
     notes.extend(content::apply_harness(&args.harness, &mut config)?);

@@ -110,7 +110,7 @@ pub const EVENTS_MAX: usize = 1024;
 pub const QUANTUM_US_MAX: u32 = 1_000_000;
 
 /// The default `task_budget_ms`.
-pub const TASK_BUDGET_MS_DEFAULT: u32 = 2000;
+pub const TASK_BUDGET_MS_DEFAULT: u32 = 10_000;
 
 /// The largest `task_budget_ms` (one hour).
 pub const TASK_BUDGET_MS_MAX: u32 = 3_600_000;

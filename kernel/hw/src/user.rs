@@ -556,6 +556,17 @@ pub struct AccessError {
 #[derive(Debug)]
 pub struct AddressSpace {
     l4: u64,
+    /// Unique for the kernel's life: a [`PinnedPage`] is only ever used with the space it came
+    /// from, even if a level-4 frame were reused.
+    id: u64,
+}
+
+/// A page of an address space the kernel writes at every switch (a task's counter page): its
+/// frame is looked up once, so a write is a bounds check and a copy instead of a page walk.
+#[derive(Clone, Copy, Debug)]
+pub struct PinnedPage {
+    space: u64,
+    frame_virt: u64,
 }
 
 impl AddressSpace {
@@ -564,7 +575,55 @@ impl AddressSpace {
         let l4 = paging::allocate_zeroed_frame()?;
         // SAFETY: `l4` is a fresh frame nothing else references.
         unsafe { paging::copy_kernel_half(l4) }?;
-        Ok(AddressSpace { l4 })
+        static NEXT_ID: core::sync::atomic::AtomicU64 = core::sync::atomic::AtomicU64::new(1);
+        let id = NEXT_ID.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
+        Ok(AddressSpace { l4, id })
+    }
+
+    /// Pins the mapped user page at `vaddr` (page-aligned) for [`AddressSpace::write_pinned`].
+    /// Pages are never unmapped while their address space lives, so the frame stays this
+    /// page's.
+    pub fn pin(&self, vaddr: u64) -> Result<PinnedPage, AccessError> {
+        let err = AccessError { addr: vaddr };
+        if !vaddr.is_multiple_of(PAGE_SIZE) {
+            return Err(err);
+        }
+        let frame = self.walk(vaddr).ok_or(err)?;
+        let frame_virt = paging::phys_to_virt(frame).ok_or(err)?;
+        Ok(PinnedPage {
+            space: self.id,
+            frame_virt,
+        })
+    }
+
+    /// Writes `bytes` at `offset` of a page pinned in this address space; an error (nothing
+    /// written) if the page is another space's or the range leaves the page.
+    pub fn write_pinned(
+        &mut self,
+        page: &PinnedPage,
+        offset: usize,
+        bytes: &[u8],
+    ) -> Result<(), AccessError> {
+        let fits = offset
+            .checked_add(bytes.len())
+            .is_some_and(|end| end <= PAGE_SIZE as usize);
+        if page.space != self.id || !fits {
+            return Err(AccessError {
+                addr: page.frame_virt,
+            });
+        }
+        // SAFETY: `frame_virt` is the kernel's mapping of a frame mapped in this address space
+        // (`pin` found it in this space: same `id`), which stays mapped while the space lives
+        // (pages are never unmapped) and which no Rust reference points to; the range is
+        // inside the frame (checked above). `&mut self`: nothing else writes it meanwhile.
+        unsafe {
+            core::ptr::copy_nonoverlapping(
+                bytes.as_ptr(),
+                (page.frame_virt + offset as u64) as *mut u8,
+                bytes.len(),
+            )
+        };
+        Ok(())
     }
 
     /// The physical address of the level-4 table (the CR3 value).
@@ -714,7 +773,15 @@ impl AddressSpace {
         len: usize,
         mut f: impl FnMut(u64, usize, usize),
     ) -> Result<(), AccessError> {
-        self.check(vaddr, len as u64)?;
+        // A range within one page is checked by the walk below (one walk instead of two: the
+        // kernel writes a task's counter page pieces at every switch).
+        let in_one_page = len > 0
+            && vaddr.checked_add(len as u64).is_some_and(|end| {
+                end <= USER_END && (vaddr & !(PAGE_SIZE - 1)) == ((end - 1) & !(PAGE_SIZE - 1))
+            });
+        if !in_one_page {
+            self.check(vaddr, len as u64)?;
+        }
         let mut done = 0usize;
         while done < len {
             let addr = vaddr + done as u64;

@@ -631,6 +631,8 @@ struct Running {
     harness: Option<&'static RunPlan>,
     /// The whole counter page was written once (after that, a switch writes only pieces).
     page_written: bool,
+    /// The counter page, pinned for the writes at every switch (`None`: not mapped).
+    page_pin: Option<user::PinnedPage>,
     /// The benchmark between `bench_begin` and `bench_end`.
     bench: Option<Bench>,
 }
@@ -692,6 +694,7 @@ enum Step {
 impl Running {
     fn new(task: Task, space: AddressSpace, entry: u64, tsc_hz: Option<u64>) -> Running {
         let ctx = UserContext::new(&space, entry, STACK_TOP);
+        let page_pin = space.pin(USER_PAGE_ADDR).ok();
         let mut vc = VirtualCounters::new();
         let _ = vc.configure(&[]);
         Running {
@@ -722,6 +725,7 @@ impl Running {
             read_window: (u64::MAX, u64::MAX),
             harness: None,
             page_written: false,
+            page_pin,
             bench: None,
         }
     }
@@ -983,9 +987,12 @@ impl Running {
                 .and_then(|i| rdpmc.get(i).copied().flatten())
         });
         self.page.interrupts = self.interrupts;
-        let space = &mut self.space;
+        let (space, pin) = (&mut self.space, self.page_pin);
         self.page.switch_in_pieces(|at, piece| {
-            let _ = space.write(USER_PAGE_ADDR + at as u64, piece);
+            let _ = match &pin {
+                Some(pin) => space.write_pinned(pin, at, piece),
+                None => space.write(USER_PAGE_ADDR + at as u64, piece),
+            };
         });
     }
 

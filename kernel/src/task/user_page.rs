@@ -256,7 +256,6 @@ impl UserPage {
         self.magic = MAGIC;
         self.version = VERSION;
         self.generation = vc.generation();
-        self.nr_slots = vc.len() as u32;
         self.size = size_of::<UserPage>() as u32;
         let tsc = vc.tsc();
         self.tsc = PageSlot {
@@ -272,7 +271,10 @@ impl UserPage {
             (tsc.sum, 0)
         };
         let mut slots = vc.slots().iter();
-        for page_slot in &mut self.slots {
+        // Slots beyond both the old and the new count are zero already.
+        let used = (self.nr_slots as usize).max(vc.len()).min(MAX_SLOTS);
+        self.nr_slots = vc.len() as u32;
+        for page_slot in &mut self.slots[..used] {
             *page_slot = match slots.next() {
                 Some(s) => PageSlot {
                     index: if running {
@@ -326,9 +328,18 @@ impl UserPage {
     /// task is switched out (not counted), and only these around each run in ring 3, so the
     /// part of a switch the task's virtual TSC sees stays short.
     pub fn switch_in_pieces(&self, mut write: impl FnMut(usize, &[u8])) {
-        write(SEQ_AT, &self.seq.to_le_bytes());
-        write(TSC_AT, &self.tsc.to_bytes());
-        for (i, s) in self.slots.iter().take(self.nr_slots as usize).enumerate() {
+        // `seq` to the end of the TSC slot in one piece (the header fields between them are
+        // unchanged), each counter slot, the tail. Small pieces: under icount even zeroing a
+        // buffer costs one count per byte, and this runs on every switch.
+        let mut head = [0u8; SLOTS_AT - SEQ_AT];
+        head[..8].copy_from_slice(&self.seq.to_le_bytes());
+        head[8..16].copy_from_slice(&self.generation.to_le_bytes());
+        head[16..20].copy_from_slice(&self.nr_slots.to_le_bytes());
+        head[20..24].copy_from_slice(&self.size.to_le_bytes());
+        head[TSC_AT - SEQ_AT..].copy_from_slice(&self.tsc.to_bytes());
+        write(SEQ_AT, &head);
+        let n = (self.nr_slots as usize).min(MAX_SLOTS);
+        for (i, s) in self.slots.iter().take(n).enumerate() {
             write(SLOTS_AT + 32 * i, &s.to_bytes());
         }
         write(TAIL_AT, &self.tail_bytes());

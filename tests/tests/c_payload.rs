@@ -1,0 +1,141 @@
+//! The C payload example (`payloads/c`): built with the system's `make` and `gcc` into
+//! `target/tmp`, checked by the kernel's loader, then run under the harness in QEMU with
+//! `-icount shift=0`, where its `imul` chain must come out at exactly the instructions per
+//! iteration it reports, like the Rust suite's `add-latency` (tests/tests/harness.rs). Skipped,
+//! with a note, on machines without `make` or `gcc`.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use baremark::image::{Firmware, Overhead, RunConfig};
+use baremark::records::Record;
+use baremark::session::{RunOutcome, Verdict};
+use baremark_kernel::task::elf::{Limits, plan};
+use baremark_tests::{boot, expect_record};
+
+const BENCH: &str = "imul-latency";
+const REPS: u32 = 12;
+const WARMUP: u32 = 3;
+
+/// Whether `tool --version` runs.
+fn have(tool: &str) -> bool {
+    Command::new(tool)
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// `bench.elf`, built once per test process; `None` (after a note) without the tools.
+fn elf() -> Option<&'static [u8]> {
+    static ELF: OnceLock<Option<Vec<u8>>> = OnceLock::new();
+    ELF.get_or_init(|| {
+        if !have("make") || !have("gcc") {
+            eprintln!("SKIP c_payload: `make` and `gcc` are needed to build payloads/c");
+            return None;
+        }
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../payloads/c");
+        // Build products go to target/tmp, never into the source tree.
+        let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("c-payload");
+        let built = Command::new("make")
+            .arg("-C")
+            .arg(&src)
+            .arg(format!("OUT={}", out.display()))
+            .arg("CC=gcc")
+            .output()
+            .expect("make runs");
+        assert!(
+            built.status.success(),
+            "make -C payloads/c failed:\n{}{}",
+            String::from_utf8_lossy(&built.stdout),
+            String::from_utf8_lossy(&built.stderr)
+        );
+        Some(std::fs::read(out.join("bench.elf")).expect("make wrote bench.elf"))
+    })
+    .as_deref()
+}
+
+fn run(elf: &[u8], overhead: Overhead) -> RunOutcome {
+    let config = RunConfig {
+        timer_checks: false,
+        payloads: vec![("bench".to_string(), elf.to_vec())],
+        reps: Some(REPS),
+        warmup: Some(WARMUP),
+        overhead: Some(overhead),
+        ..RunConfig::default()
+    };
+    let outcome = boot(Firmware::Bios, config, Duration::from_secs(120), Some(0));
+    assert_eq!(
+        outcome.verdict(),
+        Verdict::Success,
+        "serial tail:\n{}",
+        outcome.tail_text()
+    );
+    outcome
+}
+
+fn stat(r: &Record, object: &str, s: &str) -> f64 {
+    r.get(object)[s]
+        .as_f64()
+        .unwrap_or_else(|| panic!("{object}.{s} missing: {}", r.value))
+}
+
+#[test]
+fn the_c_payload_is_a_static_exec_the_kernels_loader_accepts_with_w_xor_x() {
+    let Some(elf) = elf() else { return };
+    let load = plan(elf, &Limits::default()).unwrap_or_else(|e| panic!("bench.elf: {e}"));
+    assert!(
+        load.segments
+            .iter()
+            .any(|s| s.executable && s.contains(load.entry))
+    );
+    assert!(
+        load.segments.iter().all(|s| !(s.writable && s.executable)),
+        "W^X"
+    );
+    assert!(load.segments.iter().all(|s| s.page_start >= 0x40_0000));
+}
+
+#[test]
+fn the_c_imul_chain_is_exactly_its_instruction_count_per_iteration() {
+    let Some(elf) = elf() else { return };
+    for overhead in [Overhead::Empty, Overhead::Diff] {
+        let outcome = run(elf, overhead);
+        let exit = expect_record(&outcome, "task_exit");
+        assert_eq!(exit.u64("code"), Some(0), "{}", exit.value);
+
+        // What the payload says one iteration executes.
+        let expected: f64 = outcome
+            .records_of("report")
+            .find_map(|r| r.get("values")["instructions_per_iteration"].as_str())
+            .and_then(|v| v.parse().ok())
+            .expect("a report with instructions_per_iteration");
+        assert_eq!(expected, 6.0, "4 imuls, dec, jnz");
+
+        let r = outcome
+            .records_of("result")
+            .find(|r| r.str("bench") == Some(BENCH) && r.str("event") == Some("tsc"))
+            .unwrap_or_else(|| panic!("no tsc result; tail:\n{}", outcome.tail_text()));
+        assert_eq!(r.get("supported"), true);
+        assert_eq!(r.str("overhead"), Some(overhead.name()));
+        assert_eq!(r.u64("reps"), Some(u64::from(REPS)));
+        for s in ["min", "median", "mean", "max", "mean_20_80"] {
+            assert_eq!(
+                stat(r, "per_iteration", s),
+                expected,
+                "{overhead:?} {s}: {}",
+                r.value
+            );
+        }
+        assert_eq!(stat(r, "per_iteration", "stddev"), 0.0);
+        assert_eq!(stat(r, "raw", "stddev"), 0.0);
+        assert_eq!(r.u64("interrupts"), Some(0));
+        assert_eq!(r.u64("outliers"), Some(0));
+
+        let summary = expect_record(&outcome, "summary");
+        assert_eq!(summary.u64("benchmarks"), Some(1));
+        assert_eq!(summary.u64("errors"), Some(0));
+        assert!(outcome.records_of("harness_error").next().is_none());
+    }
+}
