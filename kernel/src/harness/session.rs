@@ -111,6 +111,8 @@ struct GroupSamples {
 pub struct Bench {
     pub name: String,
     pub iterations: u64,
+    /// Bytes the body moves per iteration, if declared (the bandwidth metric).
+    pub bytes_per_iteration: Option<u64>,
     /// The group the task is measuring (`bench_group`).
     current: Option<usize>,
     groups: Vec<GroupSamples>,
@@ -138,9 +140,16 @@ impl Bench {
         Ok(Bench {
             name: String::from(name),
             iterations,
+            bytes_per_iteration: None,
             current: None,
             groups: alloc::vec![GroupSamples::default(); plan.groups()],
         })
+    }
+
+    /// Declares the bytes per iteration (0: none).
+    pub fn with_bytes(mut self, bytes: u64) -> Bench {
+        self.bytes_per_iteration = (bytes > 0).then_some(bytes);
+        self
     }
 
     /// `bench_group(g)`: the task measures group `g` next; its counter slots (the kernel
@@ -277,7 +286,12 @@ impl Bench {
                 outcome,
             });
         }
-        let metrics = derived_metrics(&results, self.iterations, plan.tsc_hz);
+        let metrics = derived_metrics(
+            &results,
+            self.iterations,
+            self.bytes_per_iteration,
+            plan.tsc_hz,
+        );
         Report { results, metrics }
     }
 }
@@ -341,6 +355,7 @@ pub struct Report {
 fn derived_metrics(
     results: &[EventResult],
     iterations: u64,
+    bytes_per_iteration: Option<u64>,
     tsc_hz: Option<u64>,
 ) -> Vec<DerivedMetric> {
     let mut out = Vec::new();
@@ -372,6 +387,10 @@ fn derived_metrics(
     }
     if let Some(hz) = tsc_hz.filter(|&hz| hz > 0) {
         inputs.set("tsc_hz", hz as f64);
+    }
+    // Per region, like the other inputs (the medians are per measured region).
+    if let Some(bytes) = bytes_per_iteration {
+        inputs.set("bytes", bytes as f64 * iterations as f64);
     }
     for (metric, value) in metrics::evaluate(&inputs) {
         let (value, reason) = match value {
@@ -422,6 +441,7 @@ pub fn emit_start(payload: &str, bench: &Bench, plan: &RunPlan, sink: &mut dyn S
         r.str("payload", payload)
             .str("bench", &bench.name)
             .u64("iterations", bench.iterations)
+            .opt_u64("bytes_per_iteration", bench.bytes_per_iteration)
             .u64("reps", u64::from(plan.reps))
             .u64("warmup", u64::from(plan.warmup))
             .str("overhead", plan.overhead.name())
@@ -497,14 +517,21 @@ pub fn emit_report(
             ];
             for (kind, values) in kinds {
                 let Some(values) = values else { continue };
+                let flags = stats::outliers(values);
                 for (i, chunk) in values.chunks(SAMPLES_PER_RECORD).enumerate() {
+                    let first = i * SAMPLES_PER_RECORD;
+                    let outliers: Vec<u64> = (first..first + chunk.len())
+                        .filter(|&k| flags[k])
+                        .map(|k| k as u64)
+                        .collect();
                     sink.record("samples", &mut |r| {
                         r.str("payload", payload)
                             .str("bench", &bench.name)
                             .str("event", &res.event)
                             .str("kind", kind.name())
-                            .u64("first", (i * SAMPLES_PER_RECORD) as u64)
+                            .u64("first", first as u64)
                             .u64_array("values", chunk)
+                            .u64_array("outliers", &outliers)
                     });
                 }
             }
@@ -762,6 +789,43 @@ mod tests {
                 .iter()
                 .any(|m| m.name == "ipc" && m.value.is_some())
         );
+    }
+
+    /// Declared bytes give the bandwidth; repetitions outside the Tukey fences are listed by
+    /// index in the `samples` records.
+    #[test]
+    fn bandwidth_and_outlier_indices() {
+        let caps = PmuCaps::tsc_only(Vendor::Intel, None);
+        let plan = run_plan("", &caps, Overhead::None, 8);
+        let mut b = Bench::begin("copy", 4, &plan).unwrap().with_bytes(1000);
+        b.enter_group(0, &plan).unwrap();
+        // 4 iterations of 1000 bytes in 2000 ticks at 1 GHz: 2 us, 2000 MB/s; repetition 5 is
+        // far off.
+        let tsc = [2000, 2000, 2000, 2000, 2000, 9000, 2000, 2000];
+        b.add_samples(0, rows(2, 8, |r, c| if c == 0 { tsc[r] } else { 0 }), &plan)
+            .unwrap();
+        let report = b.finish(&plan);
+        let bw = report
+            .metrics
+            .iter()
+            .find(|m| m.name == "bandwidth")
+            .unwrap();
+        assert_eq!(bw.value, Some(2000.0));
+        let mut sink = Collect {
+            records: Vec::new(),
+            lines: Vec::new(),
+        };
+        emit_start("p", &b, &plan, &mut sink);
+        emit_report("p", &b, &plan, &report, &mut sink);
+        assert_eq!(sink.records[0]["bytes_per_iteration"], 1000);
+        let samples = sink
+            .records
+            .iter()
+            .find(|r| r["type"] == "samples")
+            .unwrap();
+        assert_eq!(samples["outliers"], serde_json::json!([5]));
+        let result = sink.records.iter().find(|r| r["type"] == "result").unwrap();
+        assert_eq!(result["outliers"], 1);
     }
 
     #[test]

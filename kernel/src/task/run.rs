@@ -1111,7 +1111,7 @@ impl Running {
             nr::USER_PAGE => USER_PAGE_ADDR as i64,
             nr::READ_WINDOW => self.set_read_window(a, b),
             nr::BENCH_PLAN => self.bench_plan(a, b),
-            nr::BENCH_BEGIN => self.bench_begin(a, b, self.ctx.rdx),
+            nr::BENCH_BEGIN => self.bench_begin(a, b, self.ctx.rdx, self.ctx.r10),
             nr::BENCH_GROUP => self.bench_group(a),
             nr::BENCH_SAMPLES => self.bench_samples(a, b, self.ctx.rdx),
             nr::BENCH_END => self.bench_end(),
@@ -1158,8 +1158,9 @@ impl Running {
         self.copy_out(ptr, &bytes)
     }
 
-    /// `bench_begin(name_ptr, name_len, iterations)`: starts a benchmark (`bench_start`).
-    fn bench_begin(&mut self, ptr: u64, len: u64, iterations: u64) -> i64 {
+    /// `bench_begin(name_ptr, name_len, iterations, bytes_per_iteration)`: starts a benchmark
+    /// (`bench_start`).
+    fn bench_begin(&mut self, ptr: u64, len: u64, iterations: u64, bytes: u64) -> i64 {
         let plan = match self.harness() {
             Ok(p) => p,
             Err(e) => return e,
@@ -1168,7 +1169,7 @@ impl Running {
             return self.refuse(EBUSY, "bench_begin while a benchmark is open");
         }
         let begun = ring3::with_user_text(&self.space, ptr, len, NAME_MAX, |name| {
-            Bench::begin(name, iterations, plan)
+            Bench::begin(name, iterations, plan).map(|b| b.with_bytes(bytes))
         });
         match begun {
             Ok(Ok(b)) => {

@@ -25,6 +25,9 @@ pub struct Bench<'a> {
     pub iterations: u64,
     pub body: Body,
     pub arg: u64,
+    /// Bytes the body moves per iteration (0: not declared): the kernel then reports the
+    /// bandwidth.
+    pub bytes_per_iteration: u64,
 }
 
 impl<'a> Bench<'a> {
@@ -34,11 +37,20 @@ impl<'a> Bench<'a> {
             iterations,
             body,
             arg: 0,
+            bytes_per_iteration: 0,
         }
     }
 
     pub const fn with_arg(self, arg: u64) -> Bench<'a> {
         Bench { arg, ..self }
+    }
+
+    /// Declares the bytes the body reads or writes per iteration (for the bandwidth metric).
+    pub const fn with_bytes(self, bytes_per_iteration: u64) -> Bench<'a> {
+        Bench {
+            bytes_per_iteration,
+            ..self
+        }
     }
 }
 
@@ -145,7 +157,7 @@ mod imp {
     use super::*;
     use crate::counters::{self, snapshot};
     use crate::nr;
-    use crate::syscall3;
+    use crate::{syscall3, syscall4};
 
     /// The samples of one kind: `reps` rows of `stride` words. Static (payloads have no
     /// allocator), so one benchmark at a time.
@@ -214,11 +226,12 @@ mod imp {
         if b.iterations == 0 {
             return Err(Error::Invalid);
         }
-        Error::check(syscall3(
+        Error::check(syscall4(
             nr::BENCH_BEGIN,
             b.name.as_ptr() as u64,
             b.name.len() as u64,
             b.iterations,
+            b.bytes_per_iteration,
         ))?;
         // SAFETY: `BUSY` is held: nothing else uses the buffer until `run` returns.
         let samples = unsafe { &mut *SAMPLES.0.get() };

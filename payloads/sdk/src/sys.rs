@@ -26,6 +26,27 @@ pub fn syscall3(number: u64, a: u64, b: u64, c: u64) -> i64 {
     ret
 }
 
+/// Raw syscall with four arguments (RDI, RSI, RDX, R10, as Linux does: SYSCALL takes RCX).
+#[inline(always)]
+pub fn syscall4(number: u64, a: u64, b: u64, c: u64, d: u64) -> i64 {
+    let ret: i64;
+    // SAFETY: as in `syscall3`, with R10 as the fourth argument (only read by the kernel).
+    unsafe {
+        asm!(
+            "syscall",
+            inlateout("rax") number as i64 => ret,
+            in("rdi") a,
+            in("rsi") b,
+            in("rdx") c,
+            in("r10") d,
+            lateout("rcx") _,
+            lateout("r11") _,
+            options(nostack),
+        );
+    }
+    ret
+}
+
 /// Ends the task with `code`.
 pub fn exit(code: i64) -> ! {
     syscall3(nr::EXIT, code as u64, 0, 0);

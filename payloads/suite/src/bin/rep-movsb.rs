@@ -57,7 +57,7 @@ mod payload {
         // SAFETY: each iteration copies SRC into DST, both BYTES long; any n >= 1 ends.
         let f = unsafe { body(bm_rep_movsb) };
         run(
-            &Bench::new("rep-movsb", ITERATIONS, f),
+            &Bench::new("rep-movsb", ITERATIONS, f).with_bytes(BYTES as u64),
             format_args!(
                 "bytes_per_iteration={BYTES}\ninstructions_per_iteration={INSTRUCTIONS}\n\
                  expect=L1-resident 4 KiB copy: roughly 64-200 cycles per iteration on cores with \

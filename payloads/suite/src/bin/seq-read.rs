@@ -62,7 +62,9 @@ mod payload {
         // SAFETY: each pass reads [arg, arg + BYTES), the buffer; any n >= 1 ends.
         let f = unsafe { body(bm_seq_read) };
         run(
-            &Bench::new("seq-read", ITERATIONS, f).with_arg(DATA.addr()),
+            &Bench::new("seq-read", ITERATIONS, f)
+                .with_arg(DATA.addr())
+                .with_bytes(BYTES as u64),
             format_args!(
                 "buffer_bytes={BYTES}\nbytes_per_iteration={BYTES}\nloads_per_iteration={}\n\
                  load_bytes=8\ninstructions_per_iteration={INSTRUCTIONS}\n\
