@@ -189,6 +189,8 @@ pub fn benchmark(b: &Benchmark) -> String {
         "{:>W_MEDIAN$} {:>W_MEAN$} {:>W_PCT$} {:>W_MIN$} {:>W_MAX$}  {:<W_EVENT$} counter",
         "median", "mean 20-80", "± stddev", "min", "max", "event"
     );
+    // A reason shared by several rows (no counters at all) is printed once.
+    let mut last_reason: Option<&str> = None;
     for r in &b.typed {
         match r.chosen() {
             Some((s, _)) if r.supported => {
@@ -216,11 +218,17 @@ pub fn benchmark(b: &Benchmark) -> String {
                 } else {
                     "<not supported>"
                 };
-                let reason = r.reason.as_deref().unwrap_or(if r.supported {
+                let full = r.reason.as_deref().unwrap_or(if r.supported {
                     "no statistics"
                 } else {
                     "no reason given"
                 });
+                let reason = if last_reason == Some(full) {
+                    "(as above)"
+                } else {
+                    full
+                };
+                last_reason = Some(full);
                 let _ = writeln!(
                     out,
                     "{label:>W_MEDIAN$}{:pad$}{:<W_EVENT$} {reason}",
