@@ -563,6 +563,7 @@ fn table(bench: &Bench, plan: &RunPlan, report: &Report, sink: &mut dyn Sink) {
         plan.overhead.name()
     ));
     sink.text(format_args!(""));
+    let mut last_reason: Option<&str> = None;
     for r in &report.results {
         match &r.outcome {
             Ok(m) => {
@@ -581,10 +582,19 @@ fn table(bench: &Bench, plan: &RunPlan, report: &Report, sink: &mut dyn Sink) {
                     if m.interrupts > 0 { " interrupted" } else { "" }
                 ));
             }
-            Err(Failure::Unsupported(reason)) => sink.text(format_args!(
-                "  {:>16}  {:<24} {}",
-                "<not supported>", r.event, reason
-            )),
+            Err(Failure::Unsupported(reason)) => {
+                // One reason for many events (no counters at all) is printed once.
+                let shown = if last_reason == Some(reason.as_str()) {
+                    "(as above)"
+                } else {
+                    reason.as_str()
+                };
+                last_reason = Some(reason.as_str());
+                sink.text(format_args!(
+                    "  {:>16}  {:<24} {}",
+                    "<not supported>", r.event, shown
+                ))
+            }
             Err(Failure::Harness(reason)) => sink.text(format_args!(
                 "  {:>16}  {:<24} {}",
                 "<not measured>", r.event, reason
