@@ -7,10 +7,11 @@
 //! - Otherwise every event gets a [`Status`]: counted (group, slot, register value), the TSC,
 //!   or unsupported with the reason. An event that does not resolve (unknown name, not on this
 //!   PMU, ...) is unsupported on its own; the rest of the list is still planned.
-//! - Tasks get GP counters only (fixed counters are not given to tasks yet), so events are
-//!   placed with `events::assign` on the GP counters, honouring each event's counter
-//!   constraints and keeping each `{}` group in one group. A `{}` group that cannot fit is
-//!   unsupported as a whole, with the reason.
+//! - Events are placed with `events::assign` on the GP counters and (Intel) the fixed counters,
+//!   honouring each event's counter constraints and keeping each `{}` group in one group. A
+//!   group's request lists its GP counters first (GP 0, 1, ...; an unused one in between is 0)
+//!   and then its fixed counters as `hwslots::FIXED_ENTRY` entries. A `{}` group that cannot fit
+//!   is unsupported as a whole, with the reason.
 //! - On a TSC-only PMU every event is unsupported with that reason (names are not resolved:
 //!   nothing could count them), and there are no groups.
 //! - `tsc` (without modifiers) is the virtual TSC, which the harness measures with every
@@ -30,7 +31,7 @@ use events::parse::{self, ErrorKind};
 use events::pmu::{PmuCaps, PmuKind};
 use events::table::EventTable;
 
-use crate::task::hwslots::parse_counter_config;
+use crate::task::hwslots::{fixed_entry, parse_counter_config};
 use crate::task::vcounter::MAX_SLOTS;
 
 /// Unit of a hardware event's counts.
@@ -426,16 +427,17 @@ fn resolve(p: &Piece<'_>, caps: &PmuCaps, named: Option<&dyn NamedEvents>) -> En
     }
 }
 
-/// Why an event cannot go on a task's GP counters whatever else is counted, if it cannot.
-fn gp_blocker(spec: &EventSpec, gp_counters: u8) -> Option<String> {
+/// Why an event cannot go on a task's counters whatever else is counted, if it cannot.
+fn task_blocker(spec: &EventSpec, caps: &PmuCaps) -> Option<String> {
     let d = &spec.event;
     if !d.has_gp_encoding() {
-        return Some(match d.fixed {
-            Some(i) => format!(
-                "it counts only on fixed counter {i}, and tasks get GP counters only (fixed counters are not given to tasks yet)"
-            ),
-            None => String::from("it has no GP encoding"),
-        });
+        return match d.fixed {
+            Some(i) if caps.has_fixed(i) => None,
+            Some(i) => Some(format!(
+                "it counts only on fixed counter {i}, which this PMU does not have"
+            )),
+            None => Some(String::from("it has no GP encoding")),
+        };
     }
     if let Some(x) = d.extra {
         return Some(format!(
@@ -443,21 +445,19 @@ fn gp_blocker(spec: &EventSpec, gp_counters: u8) -> Option<String> {
             x.msr
         ));
     }
-    if gp_counters == 0 {
-        return Some(String::from(
-            "this PMU has no GP counters, and tasks get GP counters only (fixed counters are not given to tasks yet)",
-        ));
+    if caps.gp_counters == 0 && !d.fixed.is_some_and(|i| caps.has_fixed(i)) {
+        return Some(String::from("this PMU has no GP counters"));
     }
     None
 }
 
 fn place(entries: Vec<Entry>, caps: &PmuCaps) -> Plan {
-    // Tasks get GP counters only, and no more slots than a task has.
+    // No more slots than a task has: the fixed counters first, the GP counters in the rest.
+    let fixed = caps.fixed_mask.count_ones() as usize;
     let gp_caps = PmuCaps {
-        fixed_mask: 0,
         gp_counters: caps
             .gp_counters
-            .min(u8::try_from(MAX_SLOTS).unwrap_or(u8::MAX)),
+            .min(u8::try_from(MAX_SLOTS.saturating_sub(fixed)).unwrap_or(u8::MAX)),
         ..*caps
     };
     let mut status: Vec<Option<Status>> = vec![None; entries.len()];
@@ -479,7 +479,7 @@ fn place(entries: Vec<Entry>, caps: &PmuCaps) -> Plan {
                     reason: reason.clone(),
                 });
             }
-            Outcome::Spec(spec) => match gp_blocker(spec, gp_caps.gp_counters) {
+            Outcome::Spec(spec) => match task_blocker(spec, &gp_caps) {
                 Some(reason) => status[i] = Some(Status::Unsupported { reason }),
                 None => {
                     if let Some(g) = e.explicit_group {
@@ -493,14 +493,9 @@ fn place(entries: Vec<Entry>, caps: &PmuCaps) -> Plan {
     }
     let assignment = assign::assign(&specs, &groups, &gp_caps);
     for u in &assignment.unschedulable {
-        // Assignment saw the PMU without its fixed counters; say so rather than deny them.
-        let reason = if caps.fixed_mask != 0 {
-            u.reason
-                .replace("fixed mask 0x0", "no fixed counters for tasks")
-        } else {
-            u.reason.clone()
-        };
-        status[entry_of[u.event]] = Some(Status::Unsupported { reason });
+        status[entry_of[u.event]] = Some(Status::Unsupported {
+            reason: u.reason.clone(),
+        });
     }
     let mut configs_out: Vec<Vec<u64>> = Vec::new();
     for slice in &assignment.slices {
@@ -515,7 +510,10 @@ fn place(entries: Vec<Entry>, caps: &PmuCaps) -> Plan {
             .unwrap_or(0);
         let mut configs = vec![0u64; width];
         let mut members: Vec<(usize, usize, Counter, u64)> = Vec::new();
-        for p in &slice.placements {
+        // GP counters at their own index, then the fixed counters after them, in order.
+        let mut placements: Vec<&assign::Placement> = slice.placements.iter().collect();
+        placements.sort_by_key(|p| p.counter);
+        for p in placements {
             let i = entry_of[p.event];
             let spec = &specs[p.event];
             let encoded = match p.counter {
@@ -525,7 +523,10 @@ fn place(entries: Vec<Entry>, caps: &PmuCaps) -> Plan {
                         .map(|c| (usize::from(n), c))
                         .map_err(|e| e.to_string())
                 }
-                Counter::Fixed(n) => Err(format!("internal error: placed on fixed counter {n}")),
+                Counter::Fixed(n) => {
+                    configs.push(0);
+                    Ok((configs.len() - 1, fixed_entry(n, &spec.modifiers)))
+                }
             };
             match encoded {
                 Ok((slot, config)) => {
@@ -591,6 +592,7 @@ fn place(entries: Vec<Entry>, caps: &PmuCaps) -> Plan {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::task::hwslots::FIXED_ENTRY;
     use events::cpu::{CpuModel, Vendor};
     use events::encode::bits;
     use events::event::{EventSelect, ExtraMsr, Modifiers, Source};
@@ -627,8 +629,12 @@ mod tests {
             } = &e.status
             {
                 assert_eq!(p.groups[*group][*slot], *config, "{}", e.name);
-                assert_eq!(*counter, format!("gp{slot}"));
-                assert_eq!(config & (bits::EN | bits::INT), 0);
+                if config & FIXED_ENTRY != 0 {
+                    assert_eq!(*counter, format!("fixed{}", config & 0xff));
+                } else {
+                    assert_eq!(*counter, format!("gp{slot}"));
+                    assert_eq!(config & (bits::EN | bits::INT), 0);
+                }
             }
         }
         p
@@ -669,29 +675,48 @@ mod tests {
     const SIX: &str = "cycles,instructions:u,branch-misses,r01c2,cache-references,cache-misses";
 
     #[test]
-    fn intel_six_events_in_two_groups() {
+    fn intel_six_events_fit_with_the_fixed_counters() {
         let caps = skx();
         let p = checked(SIX, &caps, &[]);
         assert_eq!(p.error, None);
-        assert_eq!(p.groups.len(), 2);
-        assert_eq!(
-            p.groups.iter().map(Vec::len).collect::<Vec<_>>(),
-            vec![4, 2]
-        );
+        // cycles and instructions on fixed counters 1 and 0, the other four on GP 0-3.
+        assert_eq!(p.groups.len(), 1);
+        assert_eq!(p.groups[0].len(), 6);
         let names: Vec<&str> = p.events.iter().map(|e| e.name.as_str()).collect();
         assert_eq!(names, SIX.split(',').collect::<Vec<_>>());
-        // perf's `instructions:u`: 0x4100c0 from `events encode`, EN cleared for the task.
-        assert_eq!(config(&p, "instructions:u"), 0x0100c0);
-        assert_eq!(encode_cli("instructions:u", &caps), 0x0100c0);
-        assert_eq!(config(&p, "cycles"), 0x03003c);
-        for name in SIX.split(',') {
+        assert_eq!(
+            config(&p, "instructions:u"),
+            FIXED_ENTRY | (1 << 16),
+            "fixed 0, user only"
+        );
+        assert_eq!(
+            config(&p, "cycles"),
+            FIXED_ENTRY | 1 | (1 << 16) | (1 << 17)
+        );
+        for name in ["branch-misses", "r01c2", "cache-references", "cache-misses"] {
             assert_eq!(config(&p, name), encode_cli(name, &caps), "{name}");
+        }
+        for name in SIX.split(',') {
             assert_eq!(
                 p.events.iter().find(|e| e.name == name).unwrap().unit,
                 "events"
             );
         }
-        assert_eq!(p.group_events(0).len() + p.group_events(1).len(), 6);
+    }
+
+    #[test]
+    fn intel_more_gp_events_than_gp_counters_in_two_groups() {
+        let caps = skx();
+        let spec = "cycles,instructions:u,r01c2,r02c2,r04c2,r08c2,r10c2";
+        let p = checked(spec, &caps, &[]);
+        assert_eq!(p.groups.len(), 2);
+        let counted: usize = (0..2).map(|g| p.group_events(g).len()).sum();
+        assert_eq!(counted, 7, "each event in exactly one group");
+        // perf's `instructions:u`: 0x4100c0 from `events encode`, EN cleared, on a GP counter.
+        assert_eq!(encode_cli("instructions:u", &caps), 0x0100c0);
+        for name in ["r01c2", "r02c2", "r04c2", "r08c2", "r10c2"] {
+            assert_eq!(config(&p, name), encode_cli(name, &caps), "{name}");
+        }
     }
 
     #[test]
@@ -756,7 +781,8 @@ mod tests {
             &caps,
             &[],
         );
-        assert_eq!(p.groups.len(), 2);
+        // cycles and instructions on fixed counters: the rest fits the 4 GP counters.
+        assert_eq!(p.groups.len(), 1);
         let g = group(&p, "branches");
         assert_eq!(group(&p, "branch-misses"), g);
         assert_eq!(group(&p, "cache-misses"), g);
@@ -764,11 +790,14 @@ mod tests {
         assert_eq!(p.events[0].explicit_group, None);
         // Group modifiers apply to the members (the names stay as written).
         let p = checked("{cycles,instructions:k}:u", &caps, &[]);
-        assert_eq!(config(&p, "cycles"), 0x01003c);
-        assert_eq!(config(&p, "instructions:k"), 0x0300c0);
+        assert_eq!(config(&p, "cycles"), FIXED_ENTRY | 1 | (1 << 16));
+        assert_eq!(
+            config(&p, "instructions:k"),
+            FIXED_ENTRY | (1 << 16) | (1 << 17)
+        );
         // A group larger than the counters: its events, and only them, are unsupported.
         let p = checked(
-            "{cycles,instructions,branches,branch-misses,cache-misses},cache-references",
+            "{cycles,instructions,branches,branch-misses,cache-misses,r01c2,r02c2},cache-references",
             &caps,
             &[],
         );
@@ -778,10 +807,13 @@ mod tests {
             "branches",
             "branch-misses",
             "cache-misses",
+            "r01c2",
+            "r02c2",
         ] {
-            assert_eq!(
-                reason(&p, name),
-                "explicit group 0 cannot be counted in one slice: its events need more counters, or other counters, than this PMU has (4 GP, no fixed counters for tasks)"
+            assert!(
+                reason(&p, name).starts_with("explicit group 0 cannot be counted in one slice"),
+                "{name}: {}",
+                reason(&p, name)
             );
         }
         assert_eq!(group(&p, "cache-references"), 0);
@@ -822,8 +854,11 @@ mod tests {
         assert_eq!(reason(&p, "nosuch"), "unknown event name `nosuch`");
         assert!(reason(&p, "rxyz").contains("neither a known event nor a raw event"));
         assert!(reason(&p, "cpu/event=0x1c0/").contains("out of range"));
-        // Intel counts reference cycles on fixed counter 2 only.
-        assert!(reason(&p, "ref-cycles").contains("fixed counter 2"));
+        // Intel counts reference cycles on fixed counter 2 only: tasks get it.
+        assert_eq!(
+            config(&p, "ref-cycles"),
+            FIXED_ENTRY | 2 | (1 << 16) | (1 << 17)
+        );
         assert_eq!(*status(&p, "tsc"), Status::Tsc);
         assert_eq!(p.events[6].unit, UNIT_TSC);
         assert!(reason(&p, "tsc:u").contains("no modifiers"));
@@ -831,7 +866,12 @@ mod tests {
         assert!(matches!(p.events[8].status, Status::Unsupported { .. }));
         assert_eq!(p.events[8].position, spec.find("{tsc").unwrap() + 1);
         assert_eq!(group(&p, "instructions"), 0);
-        assert_eq!(p.groups, vec![vec![0x03003c, 0x0300c0, 0x02003c]]);
+        // `cycles` on fixed 1 and `cycles:k` on GP 0 (fixed 1 is taken); instructions and
+        // ref-cycles on fixed 0 and 2.
+        let mut g = p.groups[0].clone();
+        g.sort_unstable();
+        assert_eq!(g.len(), 4, "{:x?}", p.groups);
+        assert!(g.contains(&0x02003c), "{:x?}", p.groups);
     }
 
     #[test]
@@ -929,7 +969,7 @@ mod tests {
             &caps,
             &[],
         );
-        assert_eq!(config(&p, "instructions:k"), 0x0200c0);
+        assert_eq!(config(&p, "instructions:k"), FIXED_ENTRY | (1 << 17));
         assert_eq!(
             config(&p, "cpu/event=0xc4,umask=0x20,cmask=2,inv/u"),
             0x0281_20c4

@@ -737,7 +737,8 @@ mod tests {
     #[test]
     fn diff_mode_and_groups_on_a_pmu() {
         let caps = PmuCaps::nominal(CpuModel::parse("GenuineIntel-6-55").unwrap());
-        let spec = "cycles,instructions,branches,branch-misses,cache-references,cache-misses";
+        // Seven GP events (cycles and instructions go on fixed counters): two groups.
+        let spec = "cycles,instructions,branches,branch-misses,cache-references,cache-misses,r01c2,r02c2,r04c2";
         let plan = run_plan(spec, &caps, Overhead::Diff, 3);
         assert_eq!(plan.groups(), 2);
         let mut b = Bench::begin("chain", 10, &plan).unwrap();
@@ -765,7 +766,7 @@ mod tests {
             assert!(b.add_samples(2, u2, &plan).is_err(), "twice");
         }
         let report = b.finish(&plan);
-        assert_eq!(report.results.len(), 7);
+        assert_eq!(report.results.len(), 10);
         for r in &report.results {
             let m = r
                 .outcome

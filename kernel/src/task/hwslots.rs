@@ -65,12 +65,29 @@ impl From<VcError> for HwError {
     }
 }
 
-/// The slots for a `counters_configure` request: `raw[i]` (a GP event-select encoding of
-/// `vendor`) is counted on GP counter `i`, with the PMU's GP width. `EINVAL` for any event on a
-/// PMU without GP counters (the TSC-only backend), more events than GP counters (or than
-/// [`MAX_SLOTS`]), an encoding that does not decode (reserved bits), one with EN or INT set
-/// (the kernel starts the counters; no sampling), or AnyThread where the PMU does not allow it.
-/// The empty request is always valid (no slots).
+/// `counters_configure` entry flag: this entry is Intel fixed counter `bits & 0xff`, counting in
+/// ring 3 if bit 16 is set and in ring 0 if bit 17 is (the PERFEVTSEL USR and OS positions);
+/// every other bit must be clear (docs/syscall-abi.md).
+pub const FIXED_ENTRY: u64 = 1 << 63;
+const ENTRY_USR: u64 = 1 << 16;
+const ENTRY_OS: u64 = 1 << 17;
+
+/// The `counters_configure` entry for fixed counter `index`.
+pub fn fixed_entry(index: u8, modifiers: &Modifiers) -> u64 {
+    FIXED_ENTRY
+        | u64::from(index)
+        | if modifiers.usr { ENTRY_USR } else { 0 }
+        | if modifiers.os { ENTRY_OS } else { 0 }
+}
+
+/// The slots for a `counters_configure` request, slot `i` for `raw[i]`: a GP event-select
+/// encoding of `vendor` is counted on the next GP counter (the first GP entry on GP 0, the
+/// second on GP 1, ...), with the PMU's GP width; a [`FIXED_ENTRY`] on its fixed counter, with
+/// the fixed width. `EINVAL` for any event on a PMU without counters (the TSC-only backend),
+/// more GP entries than GP counters, more entries than [`MAX_SLOTS`], a fixed counter the PMU
+/// lacks or given twice, reserved bits in a fixed entry, a GP encoding that does not decode
+/// (reserved bits), one with EN or INT set (the kernel starts the counters; no sampling), or
+/// AnyThread where the PMU does not allow it. The empty request is always valid (no slots).
 pub fn parse_counter_config(
     vendor: Vendor,
     caps: &PmuCaps,
@@ -79,22 +96,44 @@ pub fn parse_counter_config(
     if raw.is_empty() {
         return Ok(Vec::new());
     }
-    if caps.kind == PmuKind::TscOnly
-        || caps.gp_width == 0
-        || raw.len() > usize::from(caps.gp_counters)
-        || raw.len() > MAX_SLOTS
-    {
+    if caps.kind == PmuKind::TscOnly || raw.len() > MAX_SLOTS {
         return Err(EINVAL);
     }
+    let mut gp = 0u8;
+    let mut fixed_seen = 0u32;
     raw.iter()
-        .enumerate()
-        .map(|(i, &bits)| {
+        .map(|&bits| {
+            if bits & FIXED_ENTRY != 0 {
+                let index = (bits & 0xff) as u8;
+                let known = FIXED_ENTRY | 0xff | ENTRY_USR | ENTRY_OS;
+                if bits & !known != 0
+                    || index >= 32
+                    || !caps.has_fixed(index)
+                    || fixed_seen & (1 << index) != 0
+                    || caps.fixed_width == 0
+                {
+                    return Err(EINVAL);
+                }
+                fixed_seen |= 1 << index;
+                // The perfmon pseudo encoding every fixed counter answers to.
+                let select = EventSelect::new(0, index + 1);
+                let modifiers = Modifiers {
+                    usr: bits & ENTRY_USR != 0,
+                    os: bits & ENTRY_OS != 0,
+                    ..Modifiers::default()
+                };
+                return Ok((Counter::Fixed(index), select, modifiers, caps.fixed_width));
+            }
+            if gp >= caps.gp_counters || caps.gp_width == 0 {
+                return Err(EINVAL);
+            }
             let d = decode_gp_event_select(vendor, bits).map_err(|_| EINVAL)?;
             if d.enable || d.modifiers.int || (d.select.any_thread && !caps.any_thread) {
                 return Err(EINVAL);
             }
-            let index = u8::try_from(i).map_err(|_| EINVAL)?;
-            Ok((Counter::Gp(index), d.select, d.modifiers, caps.gp_width))
+            let counter = Counter::Gp(gp);
+            gp += 1;
+            Ok((counter, d.select, d.modifiers, caps.gp_width))
         })
         .collect()
 }
@@ -395,6 +434,74 @@ mod tests {
             parse_counter_config(Vendor::Intel, &big, &over),
             Err(EINVAL)
         );
+    }
+
+    #[test]
+    fn config_fixed_entries_count_on_fixed_counters() {
+        let mut sim = SimPmu::intel(IntelConfig::V4_SKYLAKE);
+        let caps = sim.caps();
+        let user = Modifiers {
+            os: false,
+            ..Modifiers::default()
+        };
+        // instructions on fixed 0 (user only), a GP event, ref-cycles on fixed 2.
+        let raw = [
+            fixed_entry(0, &user),
+            0x3c | USR_OS,
+            fixed_entry(2, &Modifiers::default()),
+        ];
+        let parsed = parse_counter_config(Vendor::Intel, &caps, &raw).unwrap();
+        assert_eq!(parsed[0].0, Counter::Fixed(0));
+        assert_eq!(parsed[0].3, caps.fixed_width);
+        assert!(parsed[0].2.usr && !parsed[0].2.os);
+        assert_eq!(parsed[1].0, Counter::Gp(0), "GP entries number GP counters");
+        assert_eq!(parsed[2].0, Counter::Fixed(2));
+        let mut pmu = IntelArchPmu::new(caps);
+        pmu.reset(&mut sim).unwrap();
+        let slots: Vec<HwSlot> = parsed
+            .into_iter()
+            .map(|(counter, select, modifiers, _)| HwSlot {
+                counter,
+                select,
+                modifiers,
+            })
+            .collect();
+        let mut vc = VirtualCounters::new();
+        program(&mut pmu, &mut sim, &slots, &mut vc).unwrap();
+        switch_in(&mut pmu, &mut sim, &slots, &mut vc, 0).unwrap();
+        sim.count(Counter::Fixed(0), 1000);
+        sim.count(Counter::Fixed(2), 77);
+        switch_out(&mut pmu, &mut sim, &slots, &mut vc, 10).unwrap();
+        assert_eq!(vc.values().get(0), Some(1000));
+        assert_eq!(vc.values().get(2), Some(77));
+        assert_eq!(
+            rdpmc_index(&pmu, &slots, Counter::Fixed(2)),
+            Some((1 << 30) | 2)
+        );
+        release(&mut pmu, &mut sim, &slots).unwrap();
+        // Refused: a fixed counter twice, one the PMU lacks, reserved bits, on AMD.
+        let twice = [fixed_entry(1, &user), fixed_entry(1, &user)];
+        assert_eq!(
+            parse_counter_config(Vendor::Intel, &caps, &twice),
+            Err(EINVAL)
+        );
+        assert_eq!(
+            parse_counter_config(Vendor::Intel, &caps, &[fixed_entry(7, &user)]),
+            Err(EINVAL)
+        );
+        assert_eq!(
+            parse_counter_config(Vendor::Intel, &caps, &[fixed_entry(0, &user) | (1 << 20)]),
+            Err(EINVAL)
+        );
+        let amd = SimPmu::amd(AmdFlavour::PerfMonV2(6)).caps();
+        assert_eq!(
+            parse_counter_config(Vendor::Amd, &amd, &[fixed_entry(0, &user)]),
+            Err(EINVAL)
+        );
+        // Fixed entries do not use up GP counters.
+        let mut many = alloc::vec![0xc0 | USR_OS; usize::from(caps.gp_counters)];
+        many.push(fixed_entry(1, &user));
+        assert!(parse_counter_config(Vendor::Intel, &caps, &many).is_ok());
     }
 
     #[test]
