@@ -104,3 +104,55 @@ fn the_sdk_and_the_kernel_agree_on_syscall_numbers() {
         assert_eq!(sdk, kernel, "syscall pair {i}");
     }
 }
+
+/// The SDK's harness loop and the kernel's harness speak one protocol: the plan the kernel
+/// writes is the plan the SDK reads, sample kinds and row layout agree, and the SDK's sample
+/// buffer holds the most repetitions the kernel allows.
+#[test]
+fn the_sdk_and_the_kernel_agree_on_the_harness_protocol() {
+    use baremark_kernel::harness::plan::Plan as EventPlan;
+    use baremark_kernel::harness::session::{self as k, RunPlan};
+    use baremark_kernel::harness::stats::Overhead;
+    use baremark_sdk::bench as s;
+    assert_eq!(s::PLAN_VERSION, k::PLAN_VERSION);
+    assert_eq!(s::PLAN_WORDS, k::PLAN_WORDS);
+    assert_eq!(
+        s::MAX_REPS,
+        baremark_kernel::config::REPS_MAX as usize,
+        "the SDK's buffer holds the most repetitions run.cfg allows"
+    );
+    assert_eq!(
+        s::MAX_STRIDE,
+        k::SAMPLE_HEAD + baremark_kernel::task::vcounter::MAX_SLOTS
+    );
+    for (sdk, kernel) in [
+        (s::Kind::Region, k::Kind::Region),
+        (s::Kind::Empty, k::Kind::Empty),
+        (s::Kind::Region2x, k::Kind::Region2x),
+    ] {
+        assert_eq!(sdk as u64, kernel as u64);
+    }
+    for (overhead, sdk) in [
+        (Overhead::None, s::Overhead::None),
+        (Overhead::Empty, s::Overhead::Empty),
+        (Overhead::Diff, s::Overhead::Diff),
+    ] {
+        let plan = RunPlan {
+            reps: 37,
+            warmup: 4,
+            overhead,
+            events: EventPlan::default(),
+            tsc_hz: None,
+        };
+        let decoded = s::Plan::decode(&plan.words()).expect("the SDK reads the kernel's plan");
+        assert_eq!((decoded.reps, decoded.warmup, decoded.groups), (37, 4, 1));
+        assert_eq!(decoded.overhead, sdk);
+        // The kinds the SDK measures are the kinds the kernel expects.
+        let sdk_kinds: Vec<u64> = s::Kind::for_overhead(sdk)
+            .iter()
+            .map(|&k| k as u64)
+            .collect();
+        let kernel_kinds: Vec<u64> = plan.kinds().iter().map(|&k| k as u64).collect();
+        assert_eq!(sdk_kinds, kernel_kinds);
+    }
+}

@@ -138,6 +138,19 @@ pub fn parse_counter_config(
         .collect()
 }
 
+/// The slots of a parsed request (`parse_counter_config`), without their widths (the backend
+/// gives those when they are programmed).
+pub fn slots_of(parsed: Vec<(Counter, EventSelect, Modifiers, u8)>) -> Vec<HwSlot> {
+    parsed
+        .into_iter()
+        .map(|(counter, select, modifiers, _)| HwSlot {
+            counter,
+            select,
+            modifiers,
+        })
+        .collect()
+}
+
 /// The counters of `slots`.
 pub fn counter_set(slots: &[HwSlot]) -> CounterSet {
     slots.iter().fold(CounterSet::EMPTY, |set, s| {
@@ -361,14 +374,7 @@ mod tests {
         // The backend takes them.
         let mut pmu = IntelArchPmu::new(caps);
         pmu.reset(&mut sim).unwrap();
-        let slots: Vec<HwSlot> = parsed
-            .into_iter()
-            .map(|(counter, select, modifiers, _)| HwSlot {
-                counter,
-                select,
-                modifiers,
-            })
-            .collect();
+        let slots = slots_of(parsed);
         let mut vc = VirtualCounters::new();
         program(&mut pmu, &mut sim, &slots, &mut vc).unwrap();
         assert_eq!(vc.len(), 3);
@@ -458,14 +464,7 @@ mod tests {
         assert_eq!(parsed[2].0, Counter::Fixed(2));
         let mut pmu = IntelArchPmu::new(caps);
         pmu.reset(&mut sim).unwrap();
-        let slots: Vec<HwSlot> = parsed
-            .into_iter()
-            .map(|(counter, select, modifiers, _)| HwSlot {
-                counter,
-                select,
-                modifiers,
-            })
-            .collect();
+        let slots = slots_of(parsed);
         let mut vc = VirtualCounters::new();
         program(&mut pmu, &mut sim, &slots, &mut vc).unwrap();
         switch_in(&mut pmu, &mut sim, &slots, &mut vc, 0).unwrap();

@@ -967,6 +967,13 @@ impl Running {
     /// Copies the counter page into the task (the page is read-only for the task, so the
     /// kernel writes it through its own mapping).
     fn publish(&mut self) {
+        self.update_page();
+        let _ = self.space.write(USER_PAGE_ADDR, &self.page.to_bytes());
+    }
+
+    /// The kernel's copy of the page from the virtual counters (RDPMC indices of the task's
+    /// hardware slots) and the interrupt count.
+    fn update_page(&mut self) {
         let (hw, rdpmc) = (&self.hw, &self.hw_rdpmc);
         self.page.publish(&self.vc, |c| {
             hw.iter()
@@ -974,19 +981,12 @@ impl Running {
                 .and_then(|i| rdpmc.get(i).copied().flatten())
         });
         self.page.interrupts = self.interrupts;
-        let _ = self.space.write(USER_PAGE_ADDR, &self.page.to_bytes());
     }
 
     /// After a switch in or out: the page's fields a switch changes, written piece by piece
     /// (`UserPage::switch_in_pieces`).
     fn publish_pieces(&mut self) {
-        let (hw, rdpmc) = (&self.hw, &self.hw_rdpmc);
-        self.page.publish(&self.vc, |c| {
-            hw.iter()
-                .position(|s| s.counter == c)
-                .and_then(|i| rdpmc.get(i).copied().flatten())
-        });
-        self.page.interrupts = self.interrupts;
+        self.update_page();
         let (space, pin) = (&mut self.space, self.page_pin);
         self.page.switch_in_pieces(|at, piece| {
             let _ = match &pin {
@@ -1482,15 +1482,7 @@ impl Running {
         let result = crate::counters::with_pmu(|pmu, msr| {
             let backend = pmu.backend.as_mut();
             let caps = *backend.caps();
-            let parsed = hwslots::parse_counter_config(caps.vendor, &caps, raw)?;
-            let slots: Vec<HwSlot> = parsed
-                .into_iter()
-                .map(|(counter, select, modifiers, _)| HwSlot {
-                    counter,
-                    select,
-                    modifiers,
-                })
-                .collect();
+            let slots = hwslots::slots_of(hwslots::parse_counter_config(caps.vendor, &caps, raw)?);
             let _ = hwslots::release(backend, msr, &old);
             if hwslots::program(backend, msr, &slots, &mut vc).is_err() {
                 let _ = hwslots::release(backend, msr, &slots);
