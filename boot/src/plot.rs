@@ -182,10 +182,11 @@ fn draw_panel<DB: DrawingBackend>(
         body.draw(&Text::new("no TSC samples", (20, 20), ("sans-serif", 14)))?;
         return Ok(());
     }
+    // As measured: the overhead is still in (the table's values have it removed).
     let per = if b.iterations.is_some_and(|n| n > 0) {
-        "ticks / iteration"
+        "raw ticks / iteration"
     } else {
-        "ticks / region"
+        "raw ticks / region"
     };
     if empty.is_empty() {
         return strip(&body, &regions, reps, per, "repetition", true);
