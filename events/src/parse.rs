@@ -274,6 +274,55 @@ pub fn parse(
     Ok(EventList { groups })
 }
 
+/// One event of a list, resolved on its own ([`parse_each`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EachEvent {
+    /// The event as typed, with its own modifiers (not a group's).
+    pub text: String,
+    /// Byte offset of `text` in the input.
+    pub position: usize,
+    /// Its `{}` group: the index among the list's explicit groups.
+    pub group: Option<usize>,
+    /// Modifiers apply to it (its own or its group's).
+    pub has_modifiers: bool,
+    /// The event, or why it does not resolve on this PMU.
+    pub resolved: Result<Spec, ParseError>,
+}
+
+/// Checks the syntax of the whole list (an error anywhere is the list's error), then resolves
+/// each event on its own: an event this PMU cannot count (an unknown name, a value out of
+/// range, ...) fails alone, and the others are still resolved. For a kernel that plans what
+/// it can and reports the rest.
+pub fn parse_each(
+    input: &str,
+    caps: &PmuCaps,
+    named: Option<&dyn NamedEvents>,
+) -> Result<Vec<EachEvent>, ParseError> {
+    let ast = Parser {
+        c: Cursor { s: input, pos: 0 },
+    }
+    .list()?;
+    let r = Resolver { caps, named, input };
+    let mut explicit = 0;
+    let mut out = Vec::new();
+    for g in ast {
+        let group = g.explicit.then(|| {
+            explicit += 1;
+            explicit - 1
+        });
+        for item in &g.members {
+            out.push(EachEvent {
+                text: String::from(input.get(item.start..item.end).unwrap_or("")),
+                position: item.start,
+                group,
+                has_modifiers: item.mods.is_some(),
+                resolved: r.item(item),
+            });
+        }
+    }
+    Ok(out)
+}
+
 fn err(position: usize, len: usize, kind: ErrorKind) -> ParseError {
     ParseError {
         position,
@@ -1189,6 +1238,37 @@ mod tests {
     }
     fn skx() -> PmuCaps {
         caps("GenuineIntel-6-55")
+    }
+
+    #[test]
+    fn parse_each_resolves_events_alone_after_the_whole_syntax() {
+        let each = parse_each(
+            "cycles,nosuch,{instructions,branches}:u,r01c2",
+            &skx(),
+            None,
+        )
+        .unwrap();
+        let texts: Vec<&str> = each.iter().map(|e| e.text.as_str()).collect();
+        assert_eq!(
+            texts,
+            ["cycles", "nosuch", "instructions", "branches", "r01c2"]
+        );
+        assert_eq!(each[1].position, 7);
+        assert!(matches!(
+            each[1].resolved.as_ref().unwrap_err().kind,
+            ErrorKind::UnknownName(_)
+        ));
+        assert!(each[0].resolved.is_ok() && each[4].resolved.is_ok());
+        assert_eq!(
+            (each[2].group, each[3].group, each[4].group),
+            (Some(0), Some(0), None)
+        );
+        // The group's `:u` applies to its members.
+        assert!(each[2].has_modifiers && !each[0].has_modifiers);
+        assert!(!each[2].resolved.as_ref().unwrap().modifiers.os);
+        // A syntax error anywhere is the list's.
+        let e = parse_each("cycles,,nosuch", &skx(), None).unwrap_err();
+        assert!(matches!(e.kind, ErrorKind::Syntax(_)), "{e:?}");
     }
     fn spr() -> PmuCaps {
         caps("GenuineIntel-6-8F")

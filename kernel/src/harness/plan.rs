@@ -27,7 +27,7 @@ use alloc::vec::Vec;
 use events::assign::{self, Counter};
 use events::encode::gp_event_select;
 use events::event::{EventDesc, EventSpec, NamedEvents};
-use events::parse::{self, ErrorKind};
+use events::parse;
 use events::pmu::{PmuCaps, PmuKind};
 use events::table::EventTable;
 
@@ -138,238 +138,18 @@ pub fn plan(spec: &str, caps: &PmuCaps, tables: &[EventTable]) -> Plan {
     }
     let tables = Tables(tables.iter().filter(|t| table_matches(t, caps)).collect());
     let named: Option<&dyn NamedEvents> = (!tables.0.is_empty()).then_some(&tables as _);
-    // The whole list first: the parser reports syntax errors anywhere before any resolution
-    // error, so a resolution error (or success) means the syntax is sound and each event can
-    // be resolved on its own.
-    let whole = parse::parse(spec, caps, named);
-    if let Err(e) = &whole
-        && is_syntax_error(&e.kind)
-    {
-        return failed(e.to_string());
+    // The list's syntax is checked as a whole; each event is then resolved on its own, so an
+    // event this PMU cannot count does not spoil the others.
+    match parse::parse_each(spec, caps, named) {
+        Ok(each) => place(each.into_iter().map(|e| resolve(e, caps)).collect(), caps),
+        Err(e) => failed(e.to_string()),
     }
-    let Some(pieces) = split(spec) else {
-        // Only if the splitter and the parser disagree on what is valid.
-        return failed(match whole {
-            Err(e) => e.to_string(),
-            Ok(_) => String::from("internal error: the event list could not be split"),
-        });
-    };
-    let entries: Vec<Entry> = pieces.iter().map(|p| resolve(p, caps, named)).collect();
-    place(entries, caps)
 }
 
 fn failed(error: String) -> Plan {
     Plan {
         error: Some(error),
         ..Plan::default()
-    }
-}
-
-/// Errors of the parser's syntax pass (which knows no PMU); the others come from resolving one
-/// event.
-fn is_syntax_error(kind: &ErrorKind) -> bool {
-    match kind {
-        ErrorKind::Syntax(_)
-        | ErrorKind::UnknownModifier(_)
-        | ErrorKind::UnknownTerm(_)
-        | ErrorKind::UnknownPmu(_)
-        | ErrorKind::BadNumber(_)
-        | ErrorKind::Conflict(_) => true,
-        // `r` + hex digits that overflow 64 bits is syntax; `r` + other letters is an unknown
-        // name, found when resolving.
-        ErrorKind::BadRaw(t) => t
-            .strip_prefix('r')
-            .is_some_and(|h| !h.is_empty() && h.bytes().all(|b| b.is_ascii_hexdigit())),
-        ErrorKind::UnknownName(_)
-        | ErrorKind::OutOfRange { .. }
-        | ErrorKind::NotAvailable(_)
-        | ErrorKind::NotOnVendor { .. }
-        | ErrorKind::RawBits { .. } => false,
-    }
-}
-
-/// One event of a syntactically valid list, as written.
-#[derive(Clone, Debug, PartialEq, Eq)]
-struct Piece<'a> {
-    /// The event with its own modifiers.
-    text: &'a str,
-    position: usize,
-    /// Index among the `{}` groups, and the group's modifier letters.
-    group: Option<(usize, Option<&'a str>)>,
-}
-
-impl Piece<'_> {
-    /// The piece as a list of its own that resolves exactly as it does in the whole list: a
-    /// group member keeps its group's modifiers.
-    fn input(&self) -> String {
-        match self.group {
-            Some((_, Some(mods))) => format!("{{{}}}:{mods}", self.text),
-            _ => self.text.to_string(),
-        }
-    }
-}
-
-/// The events of a list the parser accepts the syntax of (see events::parse for the grammar);
-/// `None` for anything else.
-fn split(input: &str) -> Option<Vec<Piece<'_>>> {
-    let mut c = Cursor { s: input, pos: 0 };
-    let mut pieces = Vec::new();
-    let mut groups = 0;
-    loop {
-        c.skip_ws();
-        if c.peek() == Some('{') {
-            c.bump();
-            let first = pieces.len();
-            loop {
-                c.skip_ws();
-                let (position, end) = c.event()?;
-                pieces.push(Piece {
-                    text: input.get(position..end)?,
-                    position,
-                    group: Some((groups, None)),
-                });
-                c.skip_ws();
-                match c.peek()? {
-                    ',' => c.bump(),
-                    '}' => {
-                        c.bump();
-                        break;
-                    }
-                    _ => return None,
-                }
-            }
-            if c.peek() == Some(':') {
-                c.bump();
-                let mods = c.mods()?;
-                for p in &mut pieces[first..] {
-                    p.group = Some((groups, Some(mods)));
-                }
-            }
-            groups += 1;
-        } else {
-            let (position, end) = c.event()?;
-            pieces.push(Piece {
-                text: input.get(position..end)?,
-                position,
-                group: None,
-            });
-        }
-        c.skip_ws();
-        match c.peek() {
-            None => return Some(pieces),
-            Some(',') => c.bump(),
-            Some(_) => return None,
-        }
-    }
-}
-
-struct Cursor<'a> {
-    s: &'a str,
-    /// Always on a char boundary.
-    pos: usize,
-}
-
-impl<'a> Cursor<'a> {
-    fn rest(&self) -> &'a str {
-        self.s.get(self.pos..).unwrap_or("")
-    }
-
-    fn peek(&self) -> Option<char> {
-        self.rest().chars().next()
-    }
-
-    fn bump(&mut self) {
-        if let Some(c) = self.peek() {
-            self.pos += c.len_utf8();
-        }
-    }
-
-    fn take_while(&mut self, f: impl Fn(char) -> bool) -> &'a str {
-        let rest = self.rest();
-        let len = rest
-            .char_indices()
-            .find(|&(_, c)| !f(c))
-            .map_or(rest.len(), |(i, _)| i);
-        self.pos += len;
-        rest.get(..len).unwrap_or("")
-    }
-
-    fn skip_ws(&mut self) {
-        self.take_while(char::is_whitespace);
-    }
-
-    /// A modifier run (the parser's rule: up to a delimiter).
-    fn mods(&mut self) -> Option<&'a str> {
-        let run = self
-            .take_while(|c| !matches!(c, ',' | '{' | '}' | ':' | '/' | '=') && !c.is_whitespace());
-        (!run.is_empty()).then_some(run)
-    }
-
-    /// One event with its own modifiers: its span.
-    fn event(&mut self) -> Option<(usize, usize)> {
-        let start = self.pos;
-        let is_name = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-');
-        if self.take_while(is_name).is_empty() {
-            return None;
-        }
-        if self.peek() == Some('/') {
-            self.bump();
-            self.terms()?;
-            match self.peek() {
-                Some(':') => {
-                    self.bump();
-                    self.mods()?;
-                }
-                Some(c) if c.is_ascii_alphanumeric() => {
-                    self.mods()?;
-                }
-                _ => {}
-            }
-        } else if self.peek() == Some(':') {
-            self.bump();
-            self.mods()?;
-        }
-        Some((start, self.pos))
-    }
-
-    /// `pmu/` terms through the closing `/`; only `name=` values may be quoted (and then hold
-    /// any of `,` `/`).
-    fn terms(&mut self) -> Option<()> {
-        loop {
-            self.skip_ws();
-            let key =
-                self.take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'));
-            if key.is_empty() {
-                return None;
-            }
-            if self.peek() == Some('=') {
-                self.bump();
-                match self.peek() {
-                    Some(q @ ('\'' | '"')) if key.eq_ignore_ascii_case("name") => {
-                        self.bump();
-                        self.take_while(|c| c != q);
-                        if self.peek() != Some(q) {
-                            return None;
-                        }
-                        self.bump();
-                    }
-                    _ => {
-                        self.take_while(|c| {
-                            !matches!(c, ',' | '/' | '{' | '}') && !c.is_whitespace()
-                        });
-                    }
-                }
-            }
-            self.skip_ws();
-            match self.peek()? {
-                ',' => self.bump(),
-                '/' => {
-                    self.bump();
-                    return Some(());
-                }
-                _ => return None,
-            }
-        }
     }
 }
 
@@ -396,10 +176,10 @@ fn tsc_only_reason(caps: &PmuCaps) -> String {
     )
 }
 
-fn resolve(p: &Piece<'_>, caps: &PmuCaps, named: Option<&dyn NamedEvents>) -> Entry {
-    let base = p.text.split(':').next().unwrap_or(p.text);
+fn resolve(e: parse::EachEvent, caps: &PmuCaps) -> Entry {
+    let base = e.text.split(':').next().unwrap_or(&e.text);
     let outcome = if base == "tsc" {
-        if p.text == "tsc" && !matches!(p.group, Some((_, Some(_)))) {
+        if !e.has_modifiers {
             Outcome::Tsc
         } else {
             Outcome::Unsupported(String::from(
@@ -409,20 +189,15 @@ fn resolve(p: &Piece<'_>, caps: &PmuCaps, named: Option<&dyn NamedEvents>) -> En
     } else if caps.kind == PmuKind::TscOnly {
         Outcome::Unsupported(tsc_only_reason(caps))
     } else {
-        match parse::parse(&p.input(), caps, named) {
-            Ok(list) => match list.specs().next() {
-                Some(s) if list.len() == 1 => Outcome::Spec(s.to_event_spec()),
-                _ => Outcome::Unsupported(String::from(
-                    "internal error: the event did not parse on its own",
-                )),
-            },
-            Err(e) => Outcome::Unsupported(e.kind.to_string()),
+        match e.resolved {
+            Ok(s) => Outcome::Spec(s.to_event_spec()),
+            Err(err) => Outcome::Unsupported(err.kind.to_string()),
         }
     };
     Entry {
-        name: p.text.to_string(),
-        position: p.position,
-        explicit_group: p.group.map(|(g, _)| g),
+        name: e.text,
+        position: e.position,
+        explicit_group: e.group,
         outcome,
     }
 }
@@ -978,8 +753,8 @@ mod tests {
         assert!(m.usr && !m.os);
     }
 
-    // The splitter against the parser: for lists the parser accepts, the pieces are its events
-    // (text and position), and each piece resolved alone is what the whole list resolves to.
+    // Event by event against the whole list: for lists the parser accepts, `parse_each` gives
+    // its events (text, position, group), each resolved alone as the whole list resolves it.
     const ATOMS: [&str; 10] = [
         "cycles",
         "instructions:u",
@@ -1008,7 +783,7 @@ mod tests {
 
     proptest! {
         #[test]
-        fn splitter_agrees_with_the_parser(
+        fn each_event_alone_is_what_the_list_resolves_to(
             items in prop::collection::vec(item(), 1..6),
             sep in prop::sample::select(vec![",", ", ", " ,", "\n,\u{2003}"]),
             pad in prop::sample::select(vec!["", " ", "\u{a0}"]),
@@ -1016,18 +791,18 @@ mod tests {
             let caps = skx();
             let input = format!("{pad}{}{pad}", items.join(sep));
             let list = parse::parse(&input, &caps, None).unwrap();
-            let pieces = split(&input).unwrap();
-            prop_assert_eq!(pieces.len(), list.len());
+            let each = parse::parse_each(&input, &caps, None).unwrap();
+            prop_assert_eq!(each.len(), list.len());
             let mut explicit = 0;
             let mut k = 0;
             for g in &list.groups {
                 for s in &g.events {
-                    let piece = &pieces[k];
-                    prop_assert_eq!(piece.text, s.text.as_str());
-                    prop_assert_eq!(piece.position, s.position);
-                    prop_assert_eq!(piece.group.map(|(g, _)| g), g.explicit.then_some(explicit));
-                    let alone = parse::parse(&piece.input(), &caps, None).unwrap();
-                    prop_assert_eq!(alone.specs().next().unwrap().to_event_spec(), s.to_event_spec());
+                    let e = &each[k];
+                    prop_assert_eq!(e.text.as_str(), s.text.as_str());
+                    prop_assert_eq!(e.position, s.position);
+                    prop_assert_eq!(e.group, g.explicit.then_some(explicit));
+                    let alone = e.resolved.as_ref().unwrap();
+                    prop_assert_eq!(alone.to_event_spec(), s.to_event_spec());
                     k += 1;
                 }
                 if g.explicit {
