@@ -1234,19 +1234,9 @@ impl Running {
             Ok(w) => w,
             Err(message) => return self.refuse(EINVAL, &message),
         };
-        if self.space.check(ptr, (words * 8) as u64).is_err() {
+        let Some(values) = self.read_u64s(ptr, words) else {
             return self.refuse(EFAULT, "bench_samples: the buffer is not the task's memory");
-        }
-        let mut bytes = alloc::vec![0u8; words * 8];
-        if self.space.read(ptr, &mut bytes).is_err() {
-            return self.refuse(EFAULT, "bench_samples: the buffer is not the task's memory");
-        }
-        let values: Vec<u64> = bytes
-            .as_chunks::<8>()
-            .0
-            .iter()
-            .map(|c| u64::from_le_bytes(*c))
-            .collect();
+        };
         let Some(b) = self.bench.as_mut() else {
             return EINVAL;
         };
@@ -1461,17 +1451,26 @@ impl Running {
         if count > MAX_SLOTS as u64 {
             return EINVAL;
         }
-        let mut bytes = alloc::vec![0u8; count as usize * 8];
-        if self.space.read(ptr, &mut bytes).is_err() {
-            return EFAULT;
+        match self.read_u64s(ptr, count as usize) {
+            Some(raw) => self.configure_events(&raw),
+            None => EFAULT,
         }
-        let raw: Vec<u64> = bytes
-            .as_chunks::<8>()
-            .0
-            .iter()
-            .map(|c| u64::from_le_bytes(*c))
-            .collect();
-        self.configure_events(&raw)
+    }
+
+    /// `count` little-endian u64s from the task's memory at `ptr`; `None` unless all of them
+    /// are mapped user memory of the task.
+    fn read_u64s(&self, ptr: u64, count: usize) -> Option<Vec<u64>> {
+        let len = count.checked_mul(8)?;
+        let mut bytes = alloc::vec![0u8; len];
+        self.space.read(ptr, &mut bytes).ok()?;
+        Some(
+            bytes
+                .as_chunks::<8>()
+                .0
+                .iter()
+                .map(|c| u64::from_le_bytes(*c))
+                .collect(),
+        )
     }
 
     /// Configures the task's counters with one event select per GP counter (`raw` not empty):
