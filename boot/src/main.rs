@@ -13,7 +13,7 @@ use baremark::events_cli;
 use baremark::image::{self, Firmware, OnEnd, RunConfig};
 use baremark::output::{self, OutputArgs};
 use baremark::progress::Progress;
-use baremark::qemu::{Accel, QemuOptions};
+use baremark::qemu::{Accel, PmuModel, QemuOptions};
 use baremark::records::{Line, Record, parse_log};
 use baremark::results::Results;
 use baremark::session::{self, BootRequest, Event, RunOutcome, Verdict};
@@ -107,6 +107,22 @@ struct QemuArgs {
     /// Guest memory in MiB.
     #[arg(long, default_value_t = 256)]
     memory: u32,
+    /// `emulated`: count with baremark's emulated PMU, a PMU model in QEMU's TCG
+    /// (docs/emulated-pmu.md): exact, deterministic counts without hardware counters. Builds
+    /// that QEMU on first use (cached), and runs under TCG with `-icount shift=0` unless
+    /// `--icount` says otherwise. Its figures are labelled `emulated`.
+    #[arg(long, value_enum, value_name = "emulated")]
+    pmu: Option<PmuMode>,
+    /// The emulated PMU's model (with `--pmu emulated`).
+    #[arg(long, value_enum, default_value = "intel-v4", requires = "pmu")]
+    pmu_model: PmuModel,
+}
+
+/// `--pmu`: where counters come from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum PmuMode {
+    /// QEMU's TCG with baremark's PMU model.
+    Emulated,
 }
 
 #[derive(clap::Args)]
@@ -236,10 +252,32 @@ fn prepare_boot(args: QemuArgs, config: RunConfig) -> Result<(BootRequest, Strin
     if args.icount.is_some() && args.accel == Accel::Kvm {
         bail!("--icount needs TCG (QEMU counts instructions only under software emulation)");
     }
-    // Make sure QEMU is there before spending time on anything else.
-    baremark::qemu::qemu_binary()?;
+    let emulated = args.pmu == Some(PmuMode::Emulated);
+    if emulated {
+        if args.accel == Accel::Kvm {
+            bail!(
+                "--pmu emulated is a model in QEMU's software emulation: use --accel tcg (or auto)"
+            );
+        }
+        // The model counts from QEMU's instruction counter: -icount is required.
+        qemu.icount = Some(args.icount.unwrap_or(0));
+        qemu.pmu_model = Some(args.pmu_model);
+        qemu.binary = Some(baremark::qemu::emulated_pmu_qemu()?);
+    } else {
+        // Make sure QEMU is there before spending time on anything else.
+        baremark::qemu::qemu_binary()?;
+    }
 
-    let (accel, reason) = if args.icount.is_some() && args.accel == Accel::Auto {
+    let (accel, reason) = if emulated {
+        (
+            Accel::Tcg,
+            format!(
+                "--pmu emulated: QEMU's PMU model {} under -icount shift={}",
+                args.pmu_model.name(),
+                qemu.icount.unwrap_or(0)
+            ),
+        )
+    } else if args.icount.is_some() && args.accel == Accel::Auto {
         (Accel::Tcg, "--icount needs TCG".to_string())
     } else {
         session::resolve_accel(args.accel, &qemu)

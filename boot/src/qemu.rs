@@ -29,6 +29,75 @@ impl Accel {
     }
 }
 
+/// A PMU model of baremark's emulated PMU (QEMU's `pmu-model` CPU property, emulator/).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum PmuModel {
+    /// Intel architectural perfmon v2: 4 GP and 3 fixed counters, 48 bits.
+    IntelV2,
+    /// Intel v4 with PDCM and full-width counter writes (the default).
+    IntelV4,
+    /// Intel v5: v4 plus the fixed-counter bitmap.
+    IntelV5,
+    /// AMD: 4 legacy counters at the K7 MSRs.
+    AmdLegacy,
+    /// AMD PerfCtrExtCore: 6 counters.
+    AmdCore,
+    /// AMD PerfMonV2: 6 counters with global control and status.
+    AmdV2,
+}
+
+impl PmuModel {
+    /// The `pmu-model` property value.
+    pub fn name(self) -> &'static str {
+        match self {
+            PmuModel::IntelV2 => "intel-v2",
+            PmuModel::IntelV4 => "intel-v4",
+            PmuModel::IntelV5 => "intel-v5",
+            PmuModel::AmdLegacy => "amd-legacy",
+            PmuModel::AmdCore => "amd-core",
+            PmuModel::AmdV2 => "amd-v2",
+        }
+    }
+
+    /// The QEMU CPU model it goes with when none is named: an Intel model's vendor must be
+    /// Intel (Skylake client, whose perfmon tables Intel publishes), an AMD one's AMD.
+    pub fn default_cpu(self) -> &'static str {
+        match self {
+            // without the features TCG cannot do (QEMU would warn about each)
+            PmuModel::IntelV2 | PmuModel::IntelV4 | PmuModel::IntelV5 => {
+                "Skylake-Client,-pcid,-x2apic,-tsc-deadline,-hle,-invpcid,-rtm,-rdseed,-3dnowprefetch,-xsavec"
+            }
+            PmuModel::AmdLegacy | PmuModel::AmdCore | PmuModel::AmdV2 => "max",
+        }
+    }
+}
+
+/// The QEMU with baremark's emulated PMU: `$BAREMARK_QEMU_PMU`, else what `emulator/build.sh`
+/// builds (or finds in its cache, `~/.cache/baremark/qemu-pmu-*`). The build's progress goes
+/// to stderr.
+pub fn emulated_pmu_qemu() -> Result<PathBuf> {
+    if let Some(p) = std::env::var_os("BAREMARK_QEMU_PMU") {
+        return Ok(PathBuf::from(p));
+    }
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../emulator/build.sh");
+    let out = Command::new("bash")
+        .arg(&script)
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .map_err(|e| anyhow::anyhow!("running {}: {e}", script.display()))?;
+    if !out.status.success() {
+        bail!(
+            "building QEMU with the emulated PMU failed ({}); see its messages above, and docs/emulated-pmu.md",
+            out.status
+        );
+    }
+    let path = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    if path.is_empty() || !Path::new(&path).is_file() {
+        bail!("{} printed no QEMU binary path", script.display());
+    }
+    Ok(PathBuf::from(path))
+}
+
 /// Everything about the QEMU invocation.
 #[derive(Clone, Debug)]
 pub struct QemuOptions {
@@ -44,6 +113,10 @@ pub struct QemuOptions {
     pub extra_args: Vec<String>,
     /// Time allowed from start to QEMU's exit.
     pub timeout: Duration,
+    /// The QEMU binary; `None`: [`qemu_binary`].
+    pub binary: Option<PathBuf>,
+    /// The emulated PMU's model (TCG only; the binary must be the emulator's).
+    pub pmu_model: Option<PmuModel>,
 }
 
 impl QemuOptions {
@@ -56,6 +129,8 @@ impl QemuOptions {
             memory_mib: 256,
             extra_args: Vec::new(),
             timeout: Duration::from_secs(60),
+            binary: None,
+            pmu_model: None,
         }
     }
 }
@@ -160,8 +235,15 @@ pub fn command(qemu: &Path, image: &Path, opts: &QemuOptions, scratch: &Path) ->
                 .arg(opts.cpu.as_deref().unwrap_or("host"));
         }
         Accel::Tcg | Accel::Auto => {
-            cmd.args(["-accel", "tcg", "-cpu"])
-                .arg(opts.cpu.as_deref().unwrap_or("max"));
+            let cpu = match opts.pmu_model {
+                Some(m) => format!(
+                    "{},pmu-model={}",
+                    opts.cpu.as_deref().unwrap_or(m.default_cpu()),
+                    m.name()
+                ),
+                None => opts.cpu.clone().unwrap_or_else(|| "max".into()),
+            };
+            cmd.args(["-accel", "tcg", "-cpu"]).arg(cpu);
             if let Some(shift) = opts.icount {
                 cmd.arg("-icount").arg(format!("shift={shift}"));
             }

@@ -43,6 +43,9 @@ pub struct ResultRec {
     pub supported: bool,
     pub reason: Option<String>,
     pub counter: Option<String>,
+    /// Counted by QEMU's emulated PMU, not hardware.
+    #[serde(default)]
+    pub emulated: bool,
     pub group: Option<u64>,
     pub groups: Option<u64>,
     #[serde(default)]
@@ -91,6 +94,8 @@ pub struct Machine {
     pub cpu_brand: Option<String>,
     pub hypervisor: Option<String>,
     pub pmu_backend: Option<String>,
+    /// The counters were QEMU's emulated PMU (the `pmu` record's `emulated`).
+    pub pmu_emulated: bool,
     pub tsc_hz: Option<u64>,
     pub tsc_method: Option<String>,
 }
@@ -232,7 +237,10 @@ impl Results {
                     res.machine.tsc_hz = r.u64("hz");
                     res.machine.tsc_method = str_field(r, "method");
                 }
-                "pmu" => res.machine.pmu_backend = str_field(r, "backend"),
+                "pmu" => {
+                    res.machine.pmu_backend = str_field(r, "backend");
+                    res.machine.pmu_emulated = r.get("emulated").as_bool().unwrap_or(false);
+                }
                 "bench_start" => {
                     if !config_seen {
                         config_seen = true;

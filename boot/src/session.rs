@@ -146,7 +146,10 @@ pub fn boot(request: &BootRequest, on_event: &mut dyn FnMut(Event<'_>)) -> Resul
         .path()
         .join(format!("baremark-{}.img", request.qemu.firmware.name()));
     image::build_image(request.qemu.firmware, &request.config, &image)?;
-    let qemu_bin = qemu::qemu_binary()?;
+    let qemu_bin = match &request.qemu.binary {
+        Some(b) => b.clone(),
+        None => qemu::qemu_binary()?,
+    };
     let mut cmd = qemu::command(&qemu_bin, &image, &request.qemu, scratch.path())?;
     let command_line = format!("{cmd:?}");
     cmd.stdin(Stdio::null())

@@ -110,8 +110,13 @@ pub fn header(res: &Results) -> String {
     };
     let _ = writeln!(
         out,
-        "         pmu backend {} | tsc {tsc}",
-        m.pmu_backend.as_deref().unwrap_or("unknown")
+        "         pmu backend {}{} | tsc {tsc}",
+        m.pmu_backend.as_deref().unwrap_or("unknown"),
+        if m.pmu_emulated {
+            " (emulated: QEMU's PMU model, exact counts, not hardware)"
+        } else {
+            ""
+        }
     );
     let _ = writeln!(
         out,
@@ -164,9 +169,10 @@ fn wrap(prefix: &str, items: &[String], width: usize) -> String {
 
 fn counter_text(r: &ResultRec) -> String {
     let counter = r.counter.as_deref().unwrap_or("-");
+    let emulated = if r.emulated { " (emulated)" } else { "" };
     match (r.group, r.groups) {
-        (Some(g), Some(n)) if n > 1 => format!("{counter} g{g}"),
-        _ => counter.to_string(),
+        (Some(g), Some(n)) if n > 1 => format!("{counter} g{g}{emulated}"),
+        _ => format!("{counter}{emulated}"),
     }
 }
 

@@ -53,6 +53,14 @@ impl Msr for HwMsr {
 pub struct Pmu {
     pub backend: Box<dyn PmuBackend + Send>,
     pub discovery: Discovery,
+    /// The counters are QEMU's TCG PMU model (baremark's `emulator/`), not hardware: a PMU
+    /// under the TCG hypervisor signature. Every figure from them is labelled `emulated`.
+    pub emulated: bool,
+}
+
+/// Whether the counters in use are QEMU's emulated PMU (see [`Pmu::emulated`]).
+pub fn emulated() -> bool {
+    with_pmu(|pmu, _| pmu.emulated).unwrap_or(false)
 }
 
 static PMU: Mutex<Option<Pmu>> = Mutex::new(None);
@@ -108,8 +116,10 @@ pub fn init(cpu: &CpuInfo) -> Discovery {
         PmiDelivery::Vector(PMI_VECTOR),
         d.choice == BackendChoice::TscOnly,
     );
+    let emulated = cpu.hypervisor_name == Some("tcg") && d.choice != BackendChoice::TscOnly;
     *PMU.lock() = Some(Pmu {
         backend,
+        emulated,
         discovery: d.clone(),
     });
     d

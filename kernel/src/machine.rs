@@ -185,7 +185,12 @@ fn harness_plan(
             }),
         }
     }
-    let events = crate::harness::plan::plan(config.events.as_deref().unwrap_or(""), &caps, &tables);
+    let events = crate::harness::plan::plan_for(
+        config.events.as_deref().unwrap_or(""),
+        &caps,
+        &tables,
+        crate::counters::emulated(),
+    );
     if let Some(e) = &events.error {
         record("harness_error", |r| {
             r.null("payload").null("bench").fmt(
@@ -203,6 +208,7 @@ fn harness_plan(
         overhead: config.overhead,
         events,
         tsc_hz,
+        emulated: crate::counters::emulated(),
     }))
 }
 
@@ -511,7 +517,10 @@ fn report_pmu(cpu: &CpuInfo) {
     let amd = AmdPerfmon::decode(ext1_ecx, leaf_22);
     let intel = IntelArchPerfmon::decode(d.leaf_0a);
     let backend = crate::counters::with_pmu(|pmu, _| pmu.backend.name()).unwrap_or("none");
-    let summary = if cpu.hypervisor_name == Some("tcg") && intel.version == 0 {
+    let emulated = crate::counters::emulated();
+    let summary = if emulated {
+        "QEMU's emulated PMU (TCG model, baremark emulator/): exact instructions, cycles, ref-cycles and branches; figures are emulated, not hardware"
+    } else if cpu.hypervisor_name == Some("tcg") {
         "QEMU software emulation (TCG): no performance counters are emulated"
     } else {
         pmu_info::summary(&intel, &amd, cpu.vendor.as_str())
@@ -521,6 +530,7 @@ fn report_pmu(cpu: &CpuInfo) {
         r.str("discovery", "cpuid+msr-probe")
             .str("summary", summary)
             .str("backend", backend)
+            .bool("emulated", emulated)
             .str("reason", &d.reason)
             .opt_str("hypervisor", cpu.hypervisor_name)
             .str(

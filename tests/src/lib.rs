@@ -55,3 +55,27 @@ pub fn hex(record: &Record, key: &str) -> u64 {
         )
     })
 }
+
+/// Boots under TCG on baremark's emulated PMU (QEMU built from `emulator/`, cached; the first
+/// call builds it) with `-icount shift=0`. Panics with the reason if that QEMU cannot be had.
+pub fn boot_emulated(
+    firmware: Firmware,
+    config: RunConfig,
+    timeout: Duration,
+    model: baremark::qemu::PmuModel,
+) -> RunOutcome {
+    let mut qemu = QemuOptions::new(firmware, Accel::Tcg);
+    qemu.timeout = timeout;
+    qemu.icount = Some(0);
+    qemu.pmu_model = Some(model);
+    qemu.binary = Some(
+        baremark::qemu::emulated_pmu_qemu()
+            .unwrap_or_else(|e| panic!("no QEMU with the emulated PMU: {e:#}")),
+    );
+    let request = BootRequest {
+        config,
+        qemu,
+        log: None,
+    };
+    session::boot(&request, &mut |_| {}).unwrap_or_else(|e| panic!("could not boot: {e:#}"))
+}

@@ -143,6 +143,7 @@ fn the_sdk_and_the_kernel_agree_on_the_harness_protocol() {
             overhead,
             events: EventPlan::default(),
             tsc_hz: None,
+            emulated: false,
         };
         let decoded = s::Plan::decode(&plan.words()).expect("the SDK reads the kernel's plan");
         assert_eq!((decoded.reps, decoded.warmup, decoded.groups), (37, 4, 1));

@@ -25,6 +25,7 @@ use alloc::vec;
 use alloc::vec::Vec;
 
 use events::assign::{self, Counter};
+use events::cpu::Vendor;
 use events::encode::gp_event_select;
 use events::event::{EventDesc, EventSpec, NamedEvents};
 use events::parse;
@@ -133,6 +134,12 @@ impl NamedEvents for Tables<'_> {
 /// Plans `spec` for `caps`, with the names of those `tables` that match the CPU. An empty (or
 /// blank) list is an empty plan.
 pub fn plan(spec: &str, caps: &PmuCaps, tables: &[EventTable]) -> Plan {
+    plan_for(spec, caps, tables, false)
+}
+
+/// [`plan`], where `emulated` says the counters are QEMU's emulated PMU: events it does not
+/// model are unsupported rather than counted as a register that never moves.
+pub fn plan_for(spec: &str, caps: &PmuCaps, tables: &[EventTable], emulated: bool) -> Plan {
     if spec.trim().is_empty() {
         return Plan::default();
     }
@@ -141,7 +148,12 @@ pub fn plan(spec: &str, caps: &PmuCaps, tables: &[EventTable]) -> Plan {
     // The list's syntax is checked as a whole; each event is then resolved on its own, so an
     // event this PMU cannot count does not spoil the others.
     match parse::parse_each(spec, caps, named) {
-        Ok(each) => place(each.into_iter().map(|e| resolve(e, caps)).collect(), caps),
+        Ok(each) => place(
+            each.into_iter()
+                .map(|e| resolve(e, caps, emulated))
+                .collect(),
+            caps,
+        ),
         Err(e) => failed(e.to_string()),
     }
 }
@@ -176,7 +188,33 @@ fn tsc_only_reason(caps: &PmuCaps) -> String {
     )
 }
 
-fn resolve(e: parse::EachEvent, caps: &PmuCaps) -> Entry {
+/// Why QEMU's emulated PMU (docs/emulated-pmu.md) cannot count `spec`, if it cannot. The model
+/// counts instructions, core and reference cycles and branch instructions (Intel's
+/// architectural encodings and fixed counters, AMD's 0x76/0xC0/0xC2) and nothing else.
+fn emulated_blocker(spec: &EventSpec, caps: &PmuCaps) -> Option<String> {
+    let d = &spec.event;
+    let s = &d.select;
+    let modelled = if d.has_gp_encoding() {
+        if s.umask2 != 0 || s.in_tx || s.any_thread {
+            false
+        } else {
+            match caps.vendor {
+                Vendor::Intel => matches!((s.code, s.umask), (0xc0 | 0xc4, 0) | (0x3c, 0 | 1)),
+                Vendor::Amd => s.umask == 0 && matches!(s.code, 0x76 | 0xc0 | 0xc2),
+            }
+        }
+    } else {
+        d.fixed.is_some_and(|i| i < 3)
+    };
+    (!modelled).then(|| {
+        format!(
+            "the emulated PMU (QEMU TCG model) does not model `{}`: it counts instructions, cycles, ref-cycles and branches only",
+            d.name
+        )
+    })
+}
+
+fn resolve(e: parse::EachEvent, caps: &PmuCaps, emulated: bool) -> Entry {
     let base = e.text.split(':').next().unwrap_or(&e.text);
     let outcome = if base == "tsc" {
         if !e.has_modifiers {
@@ -190,7 +228,13 @@ fn resolve(e: parse::EachEvent, caps: &PmuCaps) -> Entry {
         Outcome::Unsupported(tsc_only_reason(caps))
     } else {
         match e.resolved {
-            Ok(s) => Outcome::Spec(s.to_event_spec()),
+            Ok(s) => {
+                let spec = s.to_event_spec();
+                match emulated.then(|| emulated_blocker(&spec, caps)).flatten() {
+                    Some(reason) => Outcome::Unsupported(reason),
+                    None => Outcome::Spec(spec),
+                }
+            }
             Err(err) => Outcome::Unsupported(err.kind.to_string()),
         }
     };
@@ -380,6 +424,53 @@ mod tests {
 
     fn skx() -> PmuCaps {
         caps("GenuineIntel-6-55")
+    }
+
+    fn reason_of(p: &Plan, i: usize) -> &str {
+        match &p.events[i].status {
+            Status::Unsupported { reason } => reason,
+            other => panic!("event {i} ({}) is {other:?}", p.events[i].name),
+        }
+    }
+
+    #[test]
+    fn the_emulated_pmu_counts_only_the_events_it_models() {
+        let spec = "cycles,instructions,branches,ref-cycles,branch-misses,cache-misses,r01c2,cycles:u,instructions:k";
+        let p = plan_for(spec, &skx(), &[], true);
+        for i in [0, 1, 2, 3, 7, 8] {
+            assert!(
+                matches!(p.events[i].status, Status::Counted { .. }),
+                "{} must be counted: {:?}",
+                p.events[i].name,
+                p.events[i].status
+            );
+        }
+        for i in [4, 5, 6] {
+            assert!(
+                reason_of(&p, i).contains("emulated PMU"),
+                "{}",
+                reason_of(&p, i)
+            );
+        }
+        // The same list on hardware counts them all.
+        let hw = plan_for(spec, &skx(), &[], false);
+        assert!(
+            hw.events
+                .iter()
+                .all(|e| matches!(e.status, Status::Counted { .. }))
+        );
+        // AMD: branch misses (0xC3) are not modelled either; the three others are.
+        let amd = caps("AuthenticAMD-15-107");
+        let p = plan_for(
+            "cycles,instructions,branches,branch-misses",
+            &amd,
+            &[],
+            true,
+        );
+        for e in &p.events[..3] {
+            assert!(matches!(e.status, Status::Counted { .. }), "{}", e.name);
+        }
+        assert!(reason_of(&p, 3).contains("does not model `branch-misses`"));
     }
 
     /// Plans and checks what every plan must satisfy: each group is a request

@@ -34,6 +34,8 @@ pub struct RunPlan {
     pub events: Plan,
     /// The TSC frequency (for times), if known.
     pub tsc_hz: Option<u64>,
+    /// The counters are QEMU's emulated PMU: counted results say `emulated`.
+    pub emulated: bool,
 }
 
 impl RunPlan {
@@ -484,6 +486,10 @@ pub fn emit_report(
                 .bool("supported", measured.is_some())
                 .opt_str("reason", reason.as_deref())
                 .opt_str("counter", res.counter.as_deref())
+                .bool(
+                    "emulated",
+                    plan.emulated && measured.is_some() && res.unit != UNIT_TSC,
+                )
                 .opt_u64("group", res.group.map(|g| g as u64))
                 .u64("groups", groups as u64)
                 .bool("multiplexed", groups > 1)
@@ -645,6 +651,7 @@ mod tests {
             overhead,
             events: plan::plan(spec, caps, &[]),
             tsc_hz: Some(1_000_000_000),
+            emulated: false,
         }
     }
 
