@@ -140,15 +140,18 @@ main() {
         return
     fi
 
-    local start work
+    local start
     start=$(date +%s)
     mkdir -p "$cache_root"
+    # global: the EXIT trap runs after main has returned
     work="$(mktemp -d "$cache_root/build.XXXXXX")"
-    trap 'rm -rf "$work"' EXIT
+    trap 'rm -rf "${work:-}"' EXIT
     say "building QEMU $version with the emulated PMU (first use only; about 3 minutes on 2 cores, 10 with the download and dependencies)"
     say "work directory $work; cache $dir"
 
-    (cd "$work" && apt-get source -qq --download-only "qemu=$version" >&2) ||
+    # (apt warns that it downloads as root when the cache is under /root: harmless)
+    (cd "$work" && apt-get source -qq --download-only "qemu=$version" 2>&1 | grep -v 'unsandboxed as root' >&2
+        exit "${PIPESTATUS[0]}") ||
         die "apt-get source qemu=$version failed"
     (cd "$work" && dpkg-source -x --no-check ./qemu_*.dsc src >/dev/null) ||
         die "unpacking the source package failed"

@@ -291,3 +291,43 @@ pub fn command(qemu: &Path, image: &Path, opts: &QemuOptions, scratch: &Path) ->
 /// 0x11 -> 35 (failure).
 pub const QEMU_EXIT_SUCCESS: i32 = 33;
 pub const QEMU_EXIT_FAILURE: i32 = 35;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(opts: &QemuOptions) -> Vec<String> {
+        let dir = tempfile::tempdir().unwrap();
+        let cmd = command(Path::new("qemu"), Path::new("x.img"), opts, dir.path()).unwrap();
+        cmd.get_args()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect()
+    }
+
+    fn after<'a>(args: &'a [String], flag: &str) -> &'a str {
+        let i = args.iter().position(|a| a == flag).unwrap();
+        &args[i + 1]
+    }
+
+    #[test]
+    fn the_emulated_pmu_gets_its_model_on_a_cpu_of_the_right_vendor() {
+        let mut opts = QemuOptions::new(Firmware::Bios, Accel::Tcg);
+        opts.icount = Some(0);
+        opts.pmu_model = Some(PmuModel::IntelV5);
+        let a = args(&opts);
+        let cpu = after(&a, "-cpu");
+        assert!(cpu.starts_with("Skylake-Client,"), "{cpu}");
+        assert!(cpu.ends_with(",pmu-model=intel-v5"), "{cpu}");
+        assert_eq!(after(&a, "-icount"), "shift=0");
+
+        opts.pmu_model = Some(PmuModel::AmdV2);
+        assert_eq!(after(&args(&opts), "-cpu"), "max,pmu-model=amd-v2");
+
+        // A CPU the user names is kept, with the model added.
+        opts.cpu = Some("EPYC".into());
+        assert_eq!(after(&args(&opts), "-cpu"), "EPYC,pmu-model=amd-v2");
+
+        opts.pmu_model = None;
+        assert_eq!(after(&args(&opts), "-cpu"), "EPYC");
+    }
+}

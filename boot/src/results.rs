@@ -477,7 +477,7 @@ impl Results {
         for prefix in ["value", "per_iteration"] {
             header.extend(stat_cols.iter().map(|c| format!("{prefix}_{c}")));
         }
-        header.extend(["outliers".to_string(), "interrupts".to_string()]);
+        header.extend(["outliers", "interrupts", "emulated"].map(String::from));
         w.write_record(&header)?;
         let opt = |v: Option<u64>| v.map_or(String::new(), |v| v.to_string());
         let text = |v: &Option<String>| v.clone().unwrap_or_default();
@@ -509,6 +509,7 @@ impl Results {
                 }
                 row.push(opt(r.outliers));
                 row.push(opt(r.interrupts));
+                row.push(r.emulated.to_string());
                 w.write_record(&row)?;
             }
         }

@@ -563,14 +563,14 @@ fn report_renders_the_results_table_json_csv_and_plot() {
         "payload,bench,event,unit,supported,reason,counter,group,reps,warmup,iterations,overhead,\
 value_median,value_mean,value_stddev,value_min,value_max,value_mean_20_80,\
 per_iteration_median,per_iteration_mean,per_iteration_stddev,per_iteration_min,per_iteration_max,\
-per_iteration_mean_20_80,outliers,interrupts"
+per_iteration_mean_20_80,outliers,interrupts,emulated"
     );
     assert!(
         rows[1].starts_with("add-latency,add-latency,tsc,ticks,true,,tsc,,130,5,1000,empty,4000,")
     );
     assert_eq!(
         rows[5],
-        "add-latency,add-latency,topdown-retiring,events,false,needs Intel architectural v5 (this PMU is v4),,,130,5,1000,empty,,,,,,,,,,,,,,"
+        "add-latency,add-latency,topdown-retiring,events,false,needs Intel architectural v5 (this PMU is v4),,,130,5,1000,empty,,,,,,,,,,,,,,,false"
     );
 
     let svg_text = std::fs::read_to_string(&svg).unwrap();
