@@ -173,6 +173,14 @@ pub fn record_lines(r: &Record) -> Option<String> {
                         .and_then(Value::as_u64)
                         .unwrap_or(0)
                 )
+            } else if r.u64("gp_counters").unwrap_or(0) > 0 {
+                // AMD: no architectural version; the counters the backend drives
+                format!(
+                    " | {}: {} GP x {} bits",
+                    r.str("kind").unwrap_or("?"),
+                    r.u64("gp_counters").unwrap_or(0),
+                    r.u64("gp_width").unwrap_or(0)
+                )
             } else {
                 String::new()
             };
