@@ -579,12 +579,14 @@ fn table(bench: &Bench, plan: &RunPlan, report: &Report, sink: &mut dyn Sink) {
                 } else {
                     0.0
                 };
+                let emulated = plan.emulated && r.unit != UNIT_TSC;
                 sink.text(format_args!(
-                    "  {:>16.3}  {:<24} per iteration  ( +- {:>5.2}% )  [{}]{}",
+                    "  {:>16.3}  {:<24} per iteration  ( +- {:>5.2}% )  [{}{}]{}",
                     v.median,
                     r.event,
                     spread,
                     r.counter.as_deref().unwrap_or("-"),
+                    if emulated { ", emulated" } else { "" },
                     if m.interrupts > 0 { " interrupted" } else { "" }
                 ));
             }
