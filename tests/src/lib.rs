@@ -18,12 +18,34 @@ pub fn boot(
     let mut qemu = QemuOptions::new(firmware, Accel::Tcg);
     qemu.timeout = timeout;
     qemu.icount = icount;
+    boot_with(qemu, config)
+}
+
+/// Boots with these QEMU options and returns everything observed.
+fn boot_with(qemu: QemuOptions, config: RunConfig) -> RunOutcome {
     let request = BootRequest {
         config,
         qemu,
         log: None,
     };
     session::boot(&request, &mut |_| {}).unwrap_or_else(|e| panic!("could not boot: {e:#}"))
+}
+
+/// The whole default suite with few repetitions (5, after 1 warm-up), `overhead` and `events`.
+pub fn suite_config(overhead: baremark::image::Overhead, events: Option<&str>) -> RunConfig {
+    let payloads = baremark::payloads::suite_payloads("default").expect("the default suite");
+    RunConfig {
+        timer_checks: false,
+        payloads: payloads
+            .iter()
+            .map(|p| (p.name.to_string(), p.elf.to_vec()))
+            .collect(),
+        events: events.map(str::to_string),
+        reps: Some(5),
+        warmup: Some(1),
+        overhead: Some(overhead),
+        ..RunConfig::default()
+    }
 }
 
 /// Boots a test configuration (`test = action`) under TCG with BIOS.
@@ -72,10 +94,5 @@ pub fn boot_emulated(
         baremark::qemu::emulated_pmu_qemu()
             .unwrap_or_else(|e| panic!("no QEMU with the emulated PMU: {e:#}")),
     );
-    let request = BootRequest {
-        config,
-        qemu,
-        log: None,
-    };
-    session::boot(&request, &mut |_| {}).unwrap_or_else(|e| panic!("could not boot: {e:#}"))
+    boot_with(qemu, config)
 }

@@ -7,29 +7,17 @@
 
 use std::time::Duration;
 
-use baremark::image::{Firmware, Overhead, RunConfig};
+use baremark::image::{Firmware, Overhead};
 use baremark::payloads::suite_payloads;
 use baremark::qemu::PmuModel;
 use baremark::records::Record;
 use baremark::session::{RunOutcome, Verdict};
-use baremark_tests::{boot_emulated, expect_record};
+use baremark_tests::{boot_emulated, expect_record, suite_config};
 
 const EVENTS: &str = "cycles,instructions,branches,branch-misses";
 
 fn run_suite(model: PmuModel) -> RunOutcome {
-    let payloads = suite_payloads("default").expect("the default suite");
-    let config = RunConfig {
-        timer_checks: false,
-        payloads: payloads
-            .iter()
-            .map(|p| (p.name.to_string(), p.elf.to_vec()))
-            .collect(),
-        events: Some(EVENTS.to_string()),
-        reps: Some(5),
-        warmup: Some(1),
-        overhead: Some(Overhead::Diff),
-        ..RunConfig::default()
-    };
+    let config = suite_config(Overhead::Diff, Some(EVENTS));
     let outcome = boot_emulated(Firmware::Bios, config, Duration::from_secs(300), model);
     assert_eq!(
         outcome.verdict(),

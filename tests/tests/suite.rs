@@ -7,26 +7,16 @@
 
 use std::time::Duration;
 
-use baremark::image::{Firmware, Overhead, RunConfig};
+use baremark::image::{Firmware, Overhead};
 use baremark::payloads::suite_payloads;
 use baremark::session::Verdict;
-use baremark_tests::boot;
+use baremark_tests::{boot, suite_config};
 
 #[test]
 fn every_suite_benchmark_measures_its_stated_instruction_count_exactly() {
     let payloads = suite_payloads("default").expect("the default suite");
     assert_eq!(payloads.len(), 16, "the default suite's benchmarks");
-    let config = RunConfig {
-        timer_checks: false,
-        payloads: payloads
-            .iter()
-            .map(|p| (p.name.to_string(), p.elf.to_vec()))
-            .collect(),
-        reps: Some(5),
-        warmup: Some(1),
-        overhead: Some(Overhead::Diff),
-        ..RunConfig::default()
-    };
+    let config = suite_config(Overhead::Diff, None);
     let outcome = boot(Firmware::Bios, config, Duration::from_secs(300), Some(0));
     assert_eq!(
         outcome.verdict(),
