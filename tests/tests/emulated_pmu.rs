@@ -205,3 +205,51 @@ fn amd_legacy_counts_the_suite_exactly() {
     );
     check_counts(&outcome, false);
 }
+
+/// USR/OS filtering splits at the exact privilege switch: the `syscall` benchmark's loop is
+/// `mov, syscall, dec, jnz`, so in ring 3 it retires exactly 4 instructions and 2 branches
+/// (SYSCALL counts at the CPL it leaves) per iteration, and the kernel the rest; `add-latency`
+/// never enters the kernel.
+fn check_privilege_split(model: PmuModel) {
+    let mut config = suite_config(
+        Overhead::Diff,
+        Some("instructions:u,branches:u,instructions:k,branches:k"),
+    );
+    config
+        .payloads
+        .retain(|(name, _)| name == "syscall" || name == "add-latency");
+    let outcome = boot_emulated(Firmware::Bios, config, Duration::from_secs(120), model);
+    assert_eq!(
+        outcome.verdict(),
+        Verdict::Success,
+        "{}",
+        outcome.tail_text()
+    );
+    assert_eq!(
+        exact(&outcome, "syscall", "instructions:u"),
+        4.0,
+        "{model:?}"
+    );
+    assert_eq!(exact(&outcome, "syscall", "branches:u"), 2.0, "{model:?}");
+    assert!(
+        exact(&outcome, "syscall", "instructions:k") > 100.0,
+        "{model:?}"
+    );
+    assert!(exact(&outcome, "syscall", "branches:k") > 10.0, "{model:?}");
+    assert_eq!(
+        exact(&outcome, "add-latency", "instructions:u"),
+        10.0,
+        "{model:?}"
+    );
+    assert_eq!(
+        exact(&outcome, "add-latency", "instructions:k"),
+        0.0,
+        "{model:?}"
+    );
+}
+
+#[test]
+fn privilege_filtering_splits_at_the_exact_switch() {
+    check_privilege_split(PmuModel::IntelV5);
+    check_privilege_split(PmuModel::AmdV2);
+}
