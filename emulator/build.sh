@@ -120,6 +120,9 @@ main() {
         fi
     done
 
+    # Work directories of builds that were killed (we hold the lock: none is running).
+    rm -rf "$cache_root"/build.*
+
     ensure_deb_src
     ensure_build_deps
     if apt-cache showsrc qemu 2>/dev/null | grep -qx "Version: $PINNED_VERSION"; then
