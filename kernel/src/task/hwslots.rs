@@ -114,6 +114,10 @@ pub fn parse_counter_config(
                 {
                     return Err(EINVAL);
                 }
+                // counting at no privilege level counts 0 forever: not a count to report
+                if bits & (ENTRY_USR | ENTRY_OS) == 0 {
+                    return Err(EINVAL);
+                }
                 fixed_seen |= 1 << index;
                 // The perfmon pseudo encoding every fixed counter answers to.
                 let select = EventSelect::new(0, index + 1);
@@ -129,6 +133,10 @@ pub fn parse_counter_config(
             }
             let d = decode_gp_event_select(vendor, bits).map_err(|_| EINVAL)?;
             if d.enable || d.modifiers.int || (d.select.any_thread && !caps.any_thread) {
+                return Err(EINVAL);
+            }
+            // Neither USR nor OS counts 0 forever; an all-zero entry is an unused counter.
+            if bits != 0 && !d.modifiers.usr && !d.modifiers.os {
                 return Err(EINVAL);
             }
             let counter = Counter::Gp(gp);
@@ -501,6 +509,30 @@ mod tests {
         let mut many = alloc::vec![0xc0 | USR_OS; usize::from(caps.gp_counters)];
         many.push(fixed_entry(1, &user));
         assert!(parse_counter_config(Vendor::Intel, &caps, &many).is_ok());
+    }
+
+    #[test]
+    fn config_refuses_events_counting_at_no_privilege_level() {
+        // Neither USR nor OS: the counter would count 0 forever and report it as a count.
+        let caps = SimPmu::intel(IntelConfig::V4_SKYLAKE).caps();
+        let none = Modifiers {
+            usr: false,
+            os: false,
+            ..Modifiers::default()
+        };
+        assert_eq!(
+            parse_counter_config(Vendor::Intel, &caps, &[0xc0]),
+            Err(EINVAL)
+        );
+        assert_eq!(
+            parse_counter_config(Vendor::Intel, &caps, &[fixed_entry(0, &none)]),
+            Err(EINVAL)
+        );
+        let amd = SimPmu::amd(AmdFlavour::PerfMonV2(6)).caps();
+        assert_eq!(parse_counter_config(Vendor::Amd, &amd, &[0x76]), Err(EINVAL));
+        // An all-zero GP entry stays what it is: an unused counter between used ones.
+        let parsed = parse_counter_config(Vendor::Intel, &caps, &[0, 0xc0 | USR_OS]).unwrap();
+        assert_eq!(parsed[1].0, Counter::Gp(1));
     }
 
     #[test]
