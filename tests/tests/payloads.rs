@@ -44,6 +44,10 @@ fn the_sdk_reads_the_kernels_counter_page_layout() {
     use baremark_sdk::page as sdk;
     use std::mem::{offset_of, size_of};
 
+    assert_eq!(
+        baremark_sdk::TIME_HZ_UNKNOWN as i64,
+        baremark_kernel::task::abi::TIME_HZ_UNKNOWN
+    );
     assert_eq!(sdk::MAGIC, MAGIC);
     assert_eq!(sdk::VERSION, VERSION);
     assert_eq!(sdk::MAGIC_OFFSET, offset_of!(UserPage, magic));

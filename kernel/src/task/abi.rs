@@ -141,18 +141,34 @@ pub fn counters_read_buffer(values: &Values, len: u64) -> Result<Vec<u8>, i64> {
     Ok(out)
 }
 
-/// The `time` buffer: `{tsc, tsc_hz}` (0 when the frequency is unknown).
-pub fn time_buffer(tsc: u64, tsc_hz: Option<u64>) -> [u8; 16] {
+/// `time`'s return value when the TSC frequency is unknown: the buffer's `tsc_hz` is then no
+/// frequency (it holds 0), which a payload must not divide by or report as one.
+pub const TIME_HZ_UNKNOWN: i64 = 1;
+
+/// The `time` buffer `{tsc, tsc_hz}` and the syscall's return value: 0, or
+/// [`TIME_HZ_UNKNOWN`] when the frequency is unknown.
+pub fn time_reply(tsc: u64, tsc_hz: Option<u64>) -> ([u8; 16], i64) {
     let mut out = [0u8; 16];
     out[..8].copy_from_slice(&tsc.to_le_bytes());
     out[8..].copy_from_slice(&tsc_hz.unwrap_or(0).to_le_bytes());
-    out
+    (out, if tsc_hz.is_some() { 0 } else { TIME_HZ_UNKNOWN })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::task::vcounter::VirtualCounters;
+
+    #[test]
+    fn time_says_when_the_frequency_is_unknown() {
+        let (buf, status) = time_reply(5, Some(1_000_000_000));
+        assert_eq!(status, 0);
+        assert_eq!(buf[8..], 1_000_000_000u64.to_le_bytes());
+        // Unknown is a value of its own, not a frequency of 0 Hz.
+        let (buf, status) = time_reply(5, None);
+        assert_eq!(status, TIME_HZ_UNKNOWN);
+        assert_eq!(buf[..8], 5u64.to_le_bytes());
+    }
 
     #[test]
     fn payload_members() {
@@ -194,7 +210,7 @@ mod tests {
         assert_eq!(buf[..8], 1u64.to_le_bytes(), "generation");
         assert_eq!(buf[8..16], 42u64.to_le_bytes(), "virtual tsc");
         assert_eq!(buf[16..24], 0u64.to_le_bytes(), "no counters");
-        let t = time_buffer(7, None);
+        let (t, _) = time_reply(7, None);
         assert_eq!(t[..8], 7u64.to_le_bytes());
         assert_eq!(t[8..], 0u64.to_le_bytes());
     }

@@ -529,7 +529,10 @@ mod tests {
             Err(EINVAL)
         );
         let amd = SimPmu::amd(AmdFlavour::PerfMonV2(6)).caps();
-        assert_eq!(parse_counter_config(Vendor::Amd, &amd, &[0x76]), Err(EINVAL));
+        assert_eq!(
+            parse_counter_config(Vendor::Amd, &amd, &[0x76]),
+            Err(EINVAL)
+        );
         // An all-zero GP entry stays what it is: an unused counter between used ones.
         let parsed = parse_counter_config(Vendor::Intel, &caps, &[0, 0xc0 | USR_OS]).unwrap();
         assert_eq!(parsed[1].0, Counter::Gp(1));

@@ -1081,8 +1081,11 @@ impl Running {
             nr::WRITE => sys_write(self.task, &self.space, a, b),
             nr::REPORT => self.report(a, b),
             nr::TIME => {
-                let buf = super::abi::time_buffer(hwcpu::rdtsc(), self.tsc_hz);
-                self.copy_out(a, &buf)
+                let (buf, status) = super::abi::time_reply(hwcpu::rdtsc(), self.tsc_hz);
+                match self.copy_out(a, &buf) {
+                    0 => status,
+                    e => e,
+                }
             }
             nr::COUNTERS_READ => match super::abi::counters_read_buffer(&self.vc.values(), b) {
                 Ok(buf) => match self.copy_out(a, &buf) {

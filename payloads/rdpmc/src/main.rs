@@ -46,8 +46,11 @@ fn payload_main() -> i64 {
         counters::read_values(&mut [0u64; 16])
     );
     match baremark_sdk::time() {
-        Ok((tsc, hz)) => {
+        Ok((tsc, Some(hz))) => {
             let _ = write!(buf, "\ntime_tsc={tsc}\ntime_hz={hz}");
+        }
+        Ok((tsc, None)) => {
+            let _ = write!(buf, "\ntime_tsc={tsc}\ntime_hz=unknown");
         }
         Err(e) => {
             let _ = write!(buf, "\ntime_error={e:?}");

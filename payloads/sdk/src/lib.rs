@@ -125,6 +125,9 @@ pub mod page {
     }
 }
 
+/// `time`'s return value when the kernel does not know the TSC frequency.
+pub const TIME_HZ_UNKNOWN: u64 = 1;
+
 pub mod bench;
 #[cfg(target_os = "none")]
 mod sys;

@@ -101,10 +101,11 @@ pub fn rdpmc(index: u32) -> u64 {
 }
 
 /// `time`: the real TSC and its frequency in Hz (0 when the kernel does not know it).
-pub fn time() -> Result<(u64, u64), Error> {
+pub fn time() -> Result<(u64, Option<u64>), Error> {
     let mut buf = [0u64; 2];
-    Error::check(syscall3(nr::TIME, buf.as_mut_ptr() as u64, 0, 0))?;
-    Ok((buf[0], buf[1]))
+    let status = Error::check(syscall3(nr::TIME, buf.as_mut_ptr() as u64, 0, 0))?;
+    let hz = (status != crate::TIME_HZ_UNKNOWN).then_some(buf[1]);
+    Ok((buf[0], hz))
 }
 
 /// What `counters_read` returns besides the values.
