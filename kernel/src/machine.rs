@@ -559,12 +559,19 @@ fn report_pmu(cpu: &CpuInfo) {
                     .hex("edx", u64::from(d.leaf_0a[3]))
             })
             .object("intel", |r| {
-                r.u64("version", u64::from(intel.version))
+                let r = r
+                    .u64("version", u64::from(intel.version))
                     .u64("gp_counters", u64::from(intel.gp_counters))
                     .u64("gp_width", u64::from(intel.gp_width))
-                    .u64("events_len", u64::from(intel.events_len))
-                    .hex("events_unavailable", u64::from(intel.events_unavailable))
-                    .u64("fixed_counters", u64::from(intel.fixed_counters))
+                    .u64("events_len", u64::from(intel.events_len));
+                // Without an architectural PMU (AMD, TSC-only) there is no availability
+                // vector: 0x0 would read as "every event available".
+                let r = if intel.version > 0 {
+                    r.hex("events_unavailable", u64::from(intel.events_unavailable))
+                } else {
+                    r.null("events_unavailable")
+                };
+                r.u64("fixed_counters", u64::from(intel.fixed_counters))
                     .u64("fixed_width", u64::from(intel.fixed_width))
                     .hex("fixed_mask", u64::from(intel.fixed_mask))
             })

@@ -188,6 +188,10 @@ fn amd_perfmon_v2_counts_the_suite_exactly() {
     assert_eq!(pmu.get("emulated").as_bool(), Some(true));
     assert_eq!(pmu.str("kind"), Some("amd-perfmon-v2"));
     assert_eq!(pmu.u64("gp_counters"), Some(6));
+    assert!(
+        pmu.get("intel")["events_unavailable"].is_null(),
+        "AMD has no such vector"
+    );
     check_counts(&outcome, true);
     // AMD has no availability mask: the model's refusal says why
     let reason = result(&outcome, "add-latency", "branch-misses")

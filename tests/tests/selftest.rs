@@ -24,6 +24,12 @@ fn selftest_skips_every_check_without_a_pmu_and_succeeds() {
     let pmu = expect_record(&outcome, "pmu");
     assert_eq!(pmu.str("backend"), Some("tsc-only"));
     assert_eq!(pmu.get("intel")["version"], 0);
+    // No architectural PMU: no availability vector, so nothing may read as "all available".
+    assert!(
+        pmu.get("intel")["events_unavailable"].is_null(),
+        "{}",
+        pmu.value
+    );
     let reason = pmu.str("reason").unwrap();
     assert!(
         reason.contains("version 0") || reason.contains("does not keep a written value"),
