@@ -70,6 +70,7 @@ pub fn end(status: Status, reason: Option<&str>) -> ! {
                     .u64("spurious_pic", COUNTS.spurious_pic.load(Relaxed))
                     .u64("unexpected", COUNTS.unexpected.load(Relaxed))
                     .u64("pmi", crate::counters::PMI_COUNTS.handled.load(Relaxed))
+                    .u64("pmi_busy", crate::counters::PMI_COUNTS.busy.load(Relaxed))
                     .u64(
                         "pmi_spurious",
                         crate::counters::PMI_COUNTS.spurious.load(Relaxed),
