@@ -269,8 +269,20 @@ pub fn record_lines(r: &Record) -> Option<String> {
                 ),
                 None => "?".into(),
             };
+            // PMIs only where there were some (most runs never arm an overflow)
+            let pmi = n("pmi") + n("pmi_busy") + n("pmi_spurious");
+            let pmi = if pmi > 0 {
+                format!(
+                    ", pmi {} (busy {}, spurious {})",
+                    n("pmi"),
+                    n("pmi_busy"),
+                    n("pmi_spurious")
+                )
+            } else {
+                String::new()
+            };
             format!(
-                "{}{status} | interrupts: timer {}, nmi {}, spurious {}, unexpected {}",
+                "{}{status} | interrupts: timer {}, nmi {}, spurious {}, unexpected {}{pmi}",
                 label("end"),
                 n("timer"),
                 n("nmi"),
