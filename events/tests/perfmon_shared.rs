@@ -13,15 +13,15 @@ use events::table::EventTable;
 
 const SHARED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/perfmon");
 
-/// The shared folder, or `None` after saying why the test is skipped.
+/// The shared folder. Without it these tests cannot run their subject: they fail, never pass
+/// silently.
 fn shared() -> Option<PathBuf> {
     let p = PathBuf::from(SHARED);
-    if p.join("mapfile.csv").is_file() {
-        Some(p)
-    } else {
-        eprintln!("skipping: ../shared/perfmon not found ({SHARED})");
-        None
-    }
+    assert!(
+        p.join("mapfile.csv").is_file(),
+        "../shared/perfmon not found ({SHARED}): Intel's event files are these tests' subject"
+    );
+    Some(p)
 }
 
 fn cpu(s: &str) -> CpuModel {
