@@ -240,6 +240,22 @@ pub fn release(
     Ok(())
 }
 
+/// IRIX's add-to-parent for hardware counters: the child's counts are added to the parent's
+/// only when both count the same events on the same counters. `VirtualCounters::add_child`
+/// compares counters and widths only; a child that reprogrammed the same counters for other
+/// events would otherwise have its counts added as if they were the parent's events.
+pub fn add_child_counts(
+    parent: &mut VirtualCounters,
+    parent_hw: &[HwSlot],
+    child: &VirtualCounters,
+    child_hw: &[HwSlot],
+) -> Result<(), VcError> {
+    if parent_hw != child_hw {
+        return Err(VcError::ConfigMismatch);
+    }
+    parent.add_child(child)
+}
+
 /// The RDPMC index of `counter` for the counter page, if it is one of the slots' and RDPMC can
 /// read it (the page stores index + 1; `None` leaves the reader to its syscall path).
 pub fn rdpmc_index(backend: &dyn PmuBackend, slots: &[HwSlot], counter: Counter) -> Option<u32> {
@@ -536,6 +552,35 @@ mod tests {
         // An all-zero GP entry stays what it is: an unused counter between used ones.
         let parsed = parse_counter_config(Vendor::Intel, &caps, &[0, 0xc0 | USR_OS]).unwrap();
         assert_eq!(parsed[1].0, Counter::Gp(1));
+    }
+
+    #[test]
+    fn a_child_counting_other_events_on_the_same_counters_is_not_added() {
+        // The parent counts instructions and cycles; the child reconfigured the same two GP
+        // counters for branches and cache misses: same counters and widths, other events.
+        let parent_hw = [slot(Counter::Gp(0), 0xc0, 0), slot(Counter::Gp(1), 0x3c, 0)];
+        let child_hw = [
+            slot(Counter::Gp(0), 0xc4, 0),
+            slot(Counter::Gp(1), 0x2e, 0x41),
+        ];
+        let configure = |hw: &[HwSlot]| {
+            let mut vc = VirtualCounters::new();
+            vc.configure(&hw.iter().map(|s| (s.counter, 48)).collect::<Vec<_>>())
+                .unwrap();
+            vc
+        };
+        let mut parent = configure(&parent_hw);
+        let child = configure(&child_hw);
+        assert_eq!(
+            add_child_counts(&mut parent, &parent_hw, &child, &child_hw),
+            Err(VcError::ConfigMismatch)
+        );
+        // The same events (the child inherited them) are added.
+        let twin = configure(&parent_hw);
+        assert_eq!(
+            add_child_counts(&mut parent, &parent_hw, &twin, &parent_hw),
+            Ok(())
+        );
     }
 
     #[test]

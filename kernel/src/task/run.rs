@@ -1393,7 +1393,9 @@ impl Running {
             Ended::Exited(code) => code,
             Ended::Faulted | Ended::Killed => EABORTED,
         };
-        if done.add_to_parent && self.vc.add_child(&done.vc).is_err() {
+        if done.add_to_parent
+            && hwslots::add_child_counts(&mut self.vc, &self.hw, &done.vc, &done.hw).is_err()
+        {
             let (task, child) = (self.task, done.task);
             record("error", |r| {
                 r.str("source", "tasks")
@@ -1403,7 +1405,7 @@ impl Running {
                         "message",
                         &format!(
                             "the counts of child {} (task_index {}) were not added: it \
-                             reconfigured its counters",
+                             reconfigured its counters (other counters or other events)",
                             child.name, child.index
                         ),
                     )
