@@ -96,3 +96,14 @@ pub fn boot_emulated(
     );
     boot_with(qemu, config)
 }
+
+/// The run succeeded and the harness refused nothing, or a panic that shows the serial tail.
+pub fn expect_clean_harness_run(outcome: &RunOutcome) {
+    assert_eq!(
+        outcome.verdict(),
+        session::Verdict::Success,
+        "serial tail:\n{}",
+        outcome.tail_text()
+    );
+    assert_eq!(outcome.records_of("harness_error").count(), 0);
+}

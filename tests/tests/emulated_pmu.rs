@@ -12,20 +12,14 @@ use baremark::payloads::suite_payloads;
 use baremark::qemu::PmuModel;
 use baremark::records::Record;
 use baremark::session::{RunOutcome, Verdict};
-use baremark_tests::{boot_emulated, expect_record, suite_config};
+use baremark_tests::{boot_emulated, expect_clean_harness_run, expect_record, suite_config};
 
 const EVENTS: &str = "cycles,instructions,branches,branch-misses";
 
 fn run_suite(model: PmuModel) -> RunOutcome {
     let config = suite_config(Overhead::Diff, Some(EVENTS));
     let outcome = boot_emulated(Firmware::Bios, config, Duration::from_secs(300), model);
-    assert_eq!(
-        outcome.verdict(),
-        Verdict::Success,
-        "serial tail:\n{}",
-        outcome.tail_text()
-    );
-    assert_eq!(outcome.records_of("harness_error").count(), 0);
+    expect_clean_harness_run(&outcome);
     outcome
 }
 
