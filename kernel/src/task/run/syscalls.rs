@@ -1,0 +1,546 @@
+//! The syscalls a ring-3 task makes (`Running::syscall`, the one dispatch of `SYSCALL` from
+//! ring 3) and RDPMC emulation (`Running::try_rdpmc`, for the #GP/#UD a task's RDPMC raises):
+//! the ways a task enters the kernel on purpose. docs/syscall-abi.md is their contract.
+
+use alloc::boxed::Box;
+use alloc::format;
+use alloc::vec::Vec;
+use core::sync::atomic::Ordering;
+
+use baremark_hw::cpu as hwcpu;
+
+use super::super::abi::{
+    EABORTED, EBUSY, EFAULT, EINVAL, ENOENT, ENOSPC, ENOSYS, MAX_CHILDREN, MAX_SPAWNED, NAME_MAX,
+    REPORT_MAX, SPAWN_ADD_CHILD, USER_PAGE_ADDR, VIRTUAL_TSC_INDEX, nr,
+};
+use super::super::hwslots;
+use super::super::ring3::{self, Task, sys_write};
+use super::super::vcounter::MAX_SLOTS;
+use super::{
+    BENCHES, Child, ChildState, Console, Ended, HARNESS_ERRORS, NEXT_TASK_INDEX, RDPMC, RESULTS,
+    Running, SPAWNED_LIVE, Served, UNSUPPORTED, find_payload, harness_error, load, rdpmc_ecx,
+};
+use crate::console::record;
+use crate::harness::session::{self, Bench, PLAN_WORDS, RunPlan};
+use crate::say;
+
+impl Running {
+    /// Writes a syscall's result into the task: `EFAULT` unless `[ptr, ptr + len)` is memory
+    /// the task itself may write.
+    fn copy_out(&mut self, ptr: u64, bytes: &[u8]) -> i64 {
+        if self.space.check_writable(ptr, bytes.len() as u64).is_err()
+            || self.space.write(ptr, bytes).is_err()
+        {
+            return EFAULT;
+        }
+        0
+    }
+
+    /// Serves the syscall in the context.
+    pub(super) fn syscall(&mut self) -> Served {
+        self.syscalls += 1;
+        let (a, b) = (self.ctx.rdi, self.ctx.rsi);
+        let mut served = Served::Done;
+        let result: i64 = match self.ctx.rax {
+            nr::EXIT => return Served::Exit(a as i64),
+            nr::WRITE => sys_write(self.task, &self.space, a, b),
+            nr::REPORT => self.report(a, b),
+            nr::TIME => {
+                let (buf, status) = super::super::abi::time_reply(hwcpu::rdtsc(), self.tsc_hz);
+                match self.copy_out(a, &buf) {
+                    0 => status,
+                    e => e,
+                }
+            }
+            nr::COUNTERS_READ => {
+                match super::super::abi::counters_read_buffer(&self.vc.values(), b) {
+                    Ok(buf) => match self.copy_out(a, &buf) {
+                        0 => self.vc.len() as i64,
+                        e => e,
+                    },
+                    Err(e) => e,
+                }
+            }
+            nr::COUNTERS_CONFIGURE => self.configure(a, b),
+            nr::COUNTERS_START => {
+                self.counting = true;
+                0
+            }
+            nr::COUNTERS_STOP => {
+                self.counting = false;
+                0
+            }
+            nr::COUNTERS_RESET => match self.vc.reset() {
+                Ok(()) => self.vc.generation() as i64,
+                Err(_) => EINVAL,
+            },
+            nr::YIELD => {
+                served = Served::Yield;
+                0
+            }
+            nr::USER_PAGE => USER_PAGE_ADDR as i64,
+            nr::READ_WINDOW => self.set_read_window(a, b),
+            nr::BENCH_PLAN => self.bench_plan(a, b),
+            nr::BENCH_BEGIN => self.bench_begin(a, b, self.ctx.rdx, self.ctx.r10),
+            nr::BENCH_GROUP => self.bench_group(a),
+            nr::BENCH_SAMPLES => self.bench_samples(a, b, self.ctx.rdx),
+            nr::BENCH_END => self.bench_end(),
+            nr::SPAWN => self.spawn(a, b, self.ctx.rdx),
+            nr::WAIT => match self.wait(a) {
+                Some(result) => result,
+                None => {
+                    // Answered when the child ends (`child_ended` writes RAX).
+                    served = Served::Wait;
+                    0
+                }
+            },
+            _ => ENOSYS,
+        };
+        self.ctx.rax = result as u64;
+        served
+    }
+
+    /// The harness settings, or `ENOSYS` for a task without them.
+    fn harness(&self) -> Result<&'static RunPlan, i64> {
+        self.harness.ok_or(ENOSYS)
+    }
+
+    /// Reports a refused harness call and returns `code`.
+    fn refuse(&self, code: i64, message: &str) -> i64 {
+        let bench = self.bench.as_ref().map(|b| b.name.as_str());
+        harness_error(self.task, bench, message);
+        code
+    }
+
+    /// `bench_plan(ptr, len)`: the plan's words (docs/harness.md) into the task's buffer.
+    fn bench_plan(&mut self, ptr: u64, len: u64) -> i64 {
+        let plan = match self.harness() {
+            Ok(p) => p,
+            Err(e) => return e,
+        };
+        if len < (PLAN_WORDS * 8) as u64 {
+            return ENOSPC;
+        }
+        let mut bytes = [0u8; PLAN_WORDS * 8];
+        for (out, w) in bytes.chunks_mut(8).zip(plan.words()) {
+            out.copy_from_slice(&w.to_le_bytes());
+        }
+        self.copy_out(ptr, &bytes)
+    }
+
+    /// `bench_begin(name_ptr, name_len, iterations, bytes_per_iteration)`: starts a benchmark
+    /// (`bench_start`).
+    fn bench_begin(&mut self, ptr: u64, len: u64, iterations: u64, bytes: u64) -> i64 {
+        let plan = match self.harness() {
+            Ok(p) => p,
+            Err(e) => return e,
+        };
+        if self.bench.is_some() {
+            return self.refuse(EBUSY, "bench_begin while a benchmark is open");
+        }
+        let begun = ring3::with_user_text(&self.space, ptr, len, NAME_MAX, |name| {
+            Bench::begin(name, iterations, plan).map(|b| b.with_bytes(bytes))
+        });
+        match begun {
+            Ok(Ok(b)) => {
+                session::emit_start(self.task.name, &b, plan, &mut Console);
+                BENCHES.fetch_add(1, Ordering::Relaxed);
+                self.bench = Some(b);
+                0
+            }
+            Ok(Err(message)) => self.refuse(EINVAL, &message),
+            Err(e) => self.refuse(e, "bench_begin: the name is not readable text of the task"),
+        }
+    }
+
+    /// `bench_group(g)`: configures the task's counters with group `g` of the plan and returns
+    /// its counter slots.
+    fn bench_group(&mut self, g: u64) -> i64 {
+        let plan = match self.harness() {
+            Ok(p) => p,
+            Err(e) => return e,
+        };
+        let Some(mut b) = self.bench.take() else {
+            return self.refuse(EINVAL, "bench_group outside a benchmark");
+        };
+        let result = match b.enter_group(g, plan) {
+            Ok(slots) => {
+                let config = plan.group_config(g as usize);
+                // TSC only: nothing to configure (keeps the task's virtual TSC running on).
+                let code = if config.is_empty() && self.hw.is_empty() {
+                    0
+                } else if config.is_empty() {
+                    self.configure(0, 0)
+                } else {
+                    self.configure_events(config)
+                };
+                if code < 0 {
+                    let message =
+                        format!("the counters of group {g} could not be configured ({code})");
+                    self.bench = Some(b);
+                    return self.refuse(code, &message);
+                }
+                slots as i64
+            }
+            Err(message) => {
+                self.bench = Some(b);
+                return self.refuse(EINVAL, &message);
+            }
+        };
+        self.bench = Some(b);
+        result
+    }
+
+    /// `bench_samples(ptr, count, kind)`: `count` rows of the current group's samples.
+    fn bench_samples(&mut self, ptr: u64, count: u64, kind: u64) -> i64 {
+        let plan = match self.harness() {
+            Ok(p) => p,
+            Err(e) => return e,
+        };
+        let Some(b) = self.bench.as_ref() else {
+            return self.refuse(EINVAL, "bench_samples outside a benchmark");
+        };
+        let words = match b.expected_words(count, plan) {
+            Ok(w) => w,
+            Err(message) => return self.refuse(EINVAL, &message),
+        };
+        let Some(values) = self.read_u64s(ptr, words) else {
+            return self.refuse(EFAULT, "bench_samples: the buffer is not the task's memory");
+        };
+        let Some(b) = self.bench.as_mut() else {
+            return EINVAL;
+        };
+        match b.add_samples(kind, values, plan) {
+            Ok(()) => 0,
+            Err(message) => self.refuse(EINVAL, &message),
+        }
+    }
+
+    /// `bench_end()`: the benchmark's statistics, records and table.
+    fn bench_end(&mut self) -> i64 {
+        let plan = match self.harness() {
+            Ok(p) => p,
+            Err(e) => return e,
+        };
+        let Some(b) = self.bench.take() else {
+            return self.refuse(EINVAL, "bench_end outside a benchmark");
+        };
+        let report = b.finish(plan);
+        let (results, unsupported, errors) =
+            session::emit_report(self.task.name, &b, plan, &report, &mut Console);
+        RESULTS.fetch_add(results, Ordering::Relaxed);
+        UNSUPPORTED.fetch_add(unsupported, Ordering::Relaxed);
+        HARNESS_ERRORS.fetch_add(errors, Ordering::Relaxed);
+        0
+    }
+
+    /// `read_window(lo, hi)`: registers the retry-free virtual TSC reader's window (`user_page`
+    /// module docs); `(0, 0)` removes it. `EINVAL` unless `lo <= hi`, the window spans at most
+    /// 15 bytes (one instruction between its ends) and lies in the task's memory.
+    fn set_read_window(&mut self, lo: u64, hi: u64) -> i64 {
+        if lo == 0 && hi == 0 {
+            self.read_window = (u64::MAX, u64::MAX);
+            return 0;
+        }
+        if hi < lo || hi - lo > 15 || self.space.check(lo, hi - lo + 1).is_err() {
+            return EINVAL;
+        }
+        self.read_window = (lo, hi);
+        0
+    }
+
+    /// `spawn(name_ptr, name_len, flags)`: loads `payloads/<name>.elf` from the ramdisk as a
+    /// child task (pending until the scheduler takes it) with the parent's counter configuration
+    /// and zero counts. Returns its id (its `task_index`).
+    fn spawn(&mut self, ptr: u64, len: u64, flags: u64) -> i64 {
+        if flags & !SPAWN_ADD_CHILD != 0 {
+            return EINVAL;
+        }
+        let name = ring3::with_user_text(&self.space, ptr, len, NAME_MAX, |text| {
+            find_payload(self.ramdisk, text)
+        });
+        let (name, bytes) = match name {
+            Ok(Some(found)) => found,
+            Ok(None) => return ENOENT,
+            // A name longer than any payload name, or not UTF-8: there is no such payload.
+            Err(EINVAL) => return ENOENT,
+            Err(e) => return e,
+        };
+        if self.children.len() >= MAX_CHILDREN
+            || SPAWNED_LIVE.load(Ordering::Relaxed) >= MAX_SPAWNED
+        {
+            return EBUSY;
+        }
+        let index = NEXT_TASK_INDEX.fetch_add(1, Ordering::Relaxed);
+        let task = Task { name, index };
+        let add = flags & SPAWN_ADD_CHILD != 0;
+        let parent = self.task;
+        record("task_spawn", |r| {
+            r.str("task", name)
+                .u64("task_index", index)
+                .str("parent", parent.name)
+                .u64("parent_index", parent.index)
+                .bool("add_to_parent", add)
+        });
+        let (plan, space) = match load(task, bytes) {
+            Ok(loaded) => loaded,
+            Err(message) => {
+                record("task_error", |r| {
+                    r.str("task", task.name)
+                        .u64("task_index", task.index)
+                        .str("message", &message)
+                });
+                say!("task   {}: not run: {message}", task.name);
+                return ENOENT;
+            }
+        };
+        SPAWNED_LIVE.fetch_add(1, Ordering::Relaxed);
+        let mut child = Running::start(task, &plan, space, self.tsc_hz);
+        child.harness = self.harness;
+        child.spawned = true;
+        child.vc = self.vc.inherit();
+        child.hw = self.hw.clone();
+        child.hw_rdpmc = self.hw_rdpmc.clone();
+        child.budget = self.budget;
+        child.ramdisk = self.ramdisk;
+        child.parent = Some(parent.index);
+        child.add_to_parent = add;
+        self.children.push(Child {
+            index,
+            state: ChildState::Pending(Box::new(child)),
+        });
+        index as i64
+    }
+
+    /// `wait(id)`: `Some(result)` at once (the child already ended: its exit code, or
+    /// `EABORTED`; not a child: `ENOENT`), or `None`: the task waits.
+    fn wait(&mut self, id: u64) -> Option<i64> {
+        let at = self.children.iter().position(|c| c.index == id);
+        let Some(at) = at else {
+            return Some(ENOENT);
+        };
+        if let ChildState::Ended(result) = self.children[at].state {
+            self.children.remove(at);
+            return Some(result);
+        }
+        self.blocked_on = Some(id);
+        None
+    }
+
+    /// The pending child `id`, for the scheduler to run (it stays a child: `Live`).
+    pub(super) fn take_pending(&mut self, id: u64) -> Option<Box<Running>> {
+        let child = self.children.iter_mut().find(|c| c.index == id)?;
+        match core::mem::replace(&mut child.state, ChildState::Live) {
+            ChildState::Pending(t) => Some(t),
+            other => {
+                child.state = other;
+                None
+            }
+        }
+    }
+
+    /// Every pending child, in spawn order, for the scheduler to run (`Live` from now on).
+    pub(super) fn take_all_pending(&mut self) -> Vec<Running> {
+        let mut out = Vec::new();
+        for child in &mut self.children {
+            if matches!(child.state, ChildState::Pending(_))
+                && let ChildState::Pending(t) =
+                    core::mem::replace(&mut child.state, ChildState::Live)
+            {
+                out.push(*t);
+            }
+        }
+        out
+    }
+
+    /// The child `done` ended: its counts are added to this task's if it asked for that, and
+    /// a `wait` for it is answered (now, or later from its `Ended` entry).
+    pub(super) fn child_ended(&mut self, done: &Running, ended: Ended) {
+        let result = match ended {
+            Ended::Exited(code) => code,
+            Ended::Faulted | Ended::Killed => EABORTED,
+        };
+        if done.add_to_parent
+            && hwslots::add_child_counts(&mut self.vc, &self.hw, &done.vc, &done.hw).is_err()
+        {
+            let (task, child) = (self.task, done.task);
+            record("error", |r| {
+                r.str("source", "tasks")
+                    .str("task", task.name)
+                    .u64("task_index", task.index)
+                    .str(
+                        "message",
+                        &format!(
+                            "the counts of child {} (task_index {}) were not added: it \
+                             reconfigured its counters (other counters or other events)",
+                            child.name, child.index
+                        ),
+                    )
+            });
+        }
+        let Some(at) = self
+            .children
+            .iter()
+            .position(|c| c.index == done.task.index)
+        else {
+            return;
+        };
+        if self.blocked_on == Some(done.task.index) {
+            self.blocked_on = None;
+            self.ctx.rax = result as u64;
+            self.children.remove(at);
+        } else {
+            self.children[at].state = ChildState::Ended(result);
+        }
+    }
+
+    /// `counters_configure(ptr, count)`: `count` GP event-select encodings, counted on GP
+    /// counters 0..count (`hwslots::parse_counter_config`: any event is `EINVAL` on the
+    /// TSC-only backend). Starts a new generation (every count and the virtual TSC from 0);
+    /// returns it. On an error the old configuration stays.
+    pub(super) fn configure(&mut self, ptr: u64, count: u64) -> i64 {
+        if count == 0 {
+            let old = self.vc.clone();
+            return match self.vc.configure(&[]) {
+                Ok(()) => {
+                    self.release_hw();
+                    self.hw.clear();
+                    self.hw_rdpmc.clear();
+                    self.vc.generation() as i64
+                }
+                Err(_) => {
+                    self.vc = old;
+                    EINVAL
+                }
+            };
+        }
+        let in_memory = count
+            .checked_mul(8)
+            .is_some_and(|len| self.space.check(ptr, len).is_ok());
+        if !in_memory {
+            return EFAULT;
+        }
+        if count > MAX_SLOTS as u64 {
+            return EINVAL;
+        }
+        match self.read_u64s(ptr, count as usize) {
+            Some(raw) => self.configure_events(&raw),
+            None => EFAULT,
+        }
+    }
+
+    /// `count` little-endian u64s from the task's memory at `ptr`; `None` unless all of them
+    /// are mapped user memory of the task.
+    fn read_u64s(&self, ptr: u64, count: usize) -> Option<Vec<u64>> {
+        let len = count.checked_mul(8)?;
+        let mut bytes = alloc::vec![0u8; len];
+        self.space.read(ptr, &mut bytes).ok()?;
+        Some(
+            bytes
+                .as_chunks::<8>()
+                .0
+                .iter()
+                .map(|c| u64::from_le_bytes(*c))
+                .collect(),
+        )
+    }
+
+    /// Configures the task's counters with one event select per GP counter (`raw` not empty):
+    /// the generation or an error code; on an error the old configuration stays.
+    pub(super) fn configure_events(&mut self, raw: &[u64]) -> i64 {
+        let mut vc = self.vc.clone();
+        let old = core::mem::take(&mut self.hw);
+        let result = crate::counters::with_pmu(|pmu, msr| {
+            let backend = pmu.backend.as_mut();
+            let caps = *backend.caps();
+            let slots = hwslots::slots_of(hwslots::parse_counter_config(caps.vendor, &caps, raw)?);
+            let _ = hwslots::release(backend, msr, &old);
+            if hwslots::program(backend, msr, &slots, &mut vc).is_err() {
+                let _ = hwslots::release(backend, msr, &slots);
+                return Err(EINVAL);
+            }
+            let rdpmc: Vec<Option<u32>> = slots
+                .iter()
+                .map(|s| hwslots::rdpmc_index(backend, &slots, s.counter))
+                .collect();
+            Ok((slots, rdpmc))
+        });
+        match result.unwrap_or(Err(EINVAL)) {
+            Ok((slots, rdpmc)) => {
+                self.hw = slots;
+                self.hw_rdpmc = rdpmc;
+                self.vc = vc;
+                self.vc.generation() as i64
+            }
+            Err(e) => {
+                // The old configuration stays (its counters are reprogrammed at switch-in).
+                self.hw = old;
+                e
+            }
+        }
+    }
+
+    /// `report(ptr, len)`: a `report` record, with `values` when the text is `key=value` lines,
+    /// else the raw `text`.
+    fn report(&mut self, ptr: u64, len: u64) -> i64 {
+        let task = self.task;
+        let result = ring3::with_user_text(&self.space, ptr, len, REPORT_MAX, |text| {
+            match super::super::abi::parse_report(text) {
+                Some(pairs) => {
+                    record("report", |r| {
+                        r.str("task", task.name)
+                            .u64("task_index", task.index)
+                            .object("values", |mut r| {
+                                for (k, v) in &pairs {
+                                    r = r.str(k, v);
+                                }
+                                r
+                            })
+                    });
+                    for (k, v) in &pairs {
+                        say!("report {}: {k} = {v}", task.name);
+                    }
+                }
+                None => {
+                    record("report", |r| {
+                        r.str("task", task.name)
+                            .u64("task_index", task.index)
+                            .str("text", text)
+                    });
+                    say!("report {}: {}", task.name, text.trim_end());
+                }
+            }
+        });
+        match result {
+            Ok(()) => 0,
+            Err(e) => e,
+        }
+    }
+
+    /// A trap that may be RDPMC: emulates it (`Ok`), or says why the task must end (`Err`
+    /// with a detail; `None` when it is not RDPMC at all).
+    pub(super) fn try_rdpmc(&mut self) -> Result<(), Option<alloc::string::String>> {
+        let mut insn = [0u8; 2];
+        if self.space.read(self.ctx.rip, &mut insn).is_err() || insn != RDPMC {
+            return Err(None);
+        }
+        let index = self.ctx.rcx as u32;
+        let slot = self.hw.iter().position(|s| rdpmc_ecx(s.counter) == index);
+        let value = if index == VIRTUAL_TSC_INDEX {
+            self.vc.values().tsc
+        } else if let Some(v) = slot.and_then(|i| self.vc.values().get(i)) {
+            v
+        } else {
+            return Err(Some(format!(
+                "rdpmc index {index:#x}: the task has no counter with this index (its virtual \
+                 TSC is index {VIRTUAL_TSC_INDEX:#x}; {} hardware counters are configured)",
+                self.hw.len()
+            )));
+        };
+        self.ctx.rax = value & 0xffff_ffff;
+        self.ctx.rdx = value >> 32;
+        self.ctx.rip += 2;
+        self.rdpmc_emulated += 1;
+        Ok(())
+    }
+}
