@@ -95,6 +95,11 @@ pub struct RunConfig {
     pub warmup: u32,
     /// How the harness removes the measurement's own cost.
     pub overhead: Overhead,
+    /// Test-only: preset every task hardware counter this many events below its wrap at each
+    /// switch-in (0: never; `task::run::hw`).
+    pub counter_preset: u64,
+    /// Test-only: the N-th switch-in of task hardware counters fails (0: never).
+    pub test_pmu_fault: u32,
 }
 
 /// The most repetitions (and warm-ups) per benchmark and kind (the SDK's sample buffer).
@@ -105,6 +110,10 @@ pub const REPS_DEFAULT: u32 = 20;
 pub const WARMUP_DEFAULT: u32 = 5;
 /// The longest `events` value.
 pub const EVENTS_MAX: usize = 1024;
+
+/// The largest `counter_preset`: 2^32 - 1, below the wrap of any counter with a width of more
+/// than 32 bits (and a legacy Intel write's sign-extended 32-bit range).
+pub const COUNTER_PRESET_MAX: u64 = (1 << 32) - 1;
 
 /// The largest `quantum_us` (one second).
 pub const QUANTUM_US_MAX: u32 = 1_000_000;
@@ -129,6 +138,8 @@ impl Default for RunConfig {
             reps: REPS_DEFAULT,
             warmup: WARMUP_DEFAULT,
             overhead: Overhead::Empty,
+            counter_preset: 0,
+            test_pmu_fault: 0,
         }
     }
 }
@@ -247,7 +258,7 @@ pub fn parse<'a>(text: &'a str, report: &mut dyn FnMut(ConfigError<'a>)) -> RunC
         source: ConfigSource::Ramdisk,
         ..RunConfig::default()
     };
-    let mut seen = [false; 10];
+    let mut seen = [false; 12];
     for (index, raw) in text.lines().enumerate() {
         let line = index + 1;
         let content = raw.split('#').next().unwrap_or("").trim();
@@ -270,6 +281,8 @@ pub fn parse<'a>(text: &'a str, report: &mut dyn FnMut(ConfigError<'a>)) -> RunC
             "reps" => 7,
             "warmup" => 8,
             "overhead" => 9,
+            "counter_preset" => 10,
+            "test_pmu_fault" => 11,
             _ => {
                 report(ConfigError::UnknownKey { line, key });
                 continue;
@@ -323,6 +336,14 @@ pub fn parse<'a>(text: &'a str, report: &mut dyn FnMut(ConfigError<'a>)) -> RunC
             9 => match Overhead::parse(value) {
                 Some(o) => config.overhead = o,
                 None => report(bad("`empty`, `diff` or `none`")),
+            },
+            10 => match value.parse::<u64>() {
+                Ok(n) if n <= COUNTER_PRESET_MAX => config.counter_preset = n,
+                _ => report(bad("events below the wrap, 0 (off) to 4294967295")),
+            },
+            11 => match value.parse::<u32>() {
+                Ok(n) => config.test_pmu_fault = n,
+                _ => report(bad("a switch-in number, 0 (off) or more")),
             },
             _ => match value {
                 "on" | "true" | "yes" | "off" | "false" | "no" => {
@@ -381,6 +402,22 @@ mod tests {
         assert_eq!((c.reps, c.warmup), (REPS_DEFAULT, WARMUP_DEFAULT));
         assert_eq!(c.overhead, Overhead::Empty);
         assert_eq!(c.events, None);
+    }
+
+    #[test]
+    fn the_test_only_counter_keys_parse_and_are_bounded() {
+        let (c, errors) = parse_collect("counter_preset = 1000\ntest_pmu_fault = 3\n");
+        assert!(errors.is_empty(), "{errors:?}");
+        assert_eq!((c.counter_preset, c.test_pmu_fault), (1000, 3));
+        for bad in [
+            "counter_preset = 4294967296",
+            "counter_preset = -1",
+            "test_pmu_fault = x",
+        ] {
+            let (c, errors) = parse_collect(&std::format!("{bad}\n"));
+            assert_eq!((c.counter_preset, c.test_pmu_fault), (0, 0), "{bad}");
+            assert_eq!(errors.len(), 1, "{bad}");
+        }
     }
 
     #[test]

@@ -129,6 +129,10 @@ pub fn run(boot_info: &'static mut BootInfo) -> ! {
         }
     };
     let harness = harness_plan(&config, facts.ramdisk, tsc_hz);
+    crate::task::run::set_diagnostics(crate::task::run::Diagnostics {
+        counter_preset: config.counter_preset,
+        fault_at_switch_in: config.test_pmu_fault,
+    });
     let payloads = crate::task::run::run_payloads(facts.ramdisk, tsc_hz, quantum, budget, harness);
     if payloads.payloads > 0 {
         record("summary", |r| {

@@ -106,6 +106,9 @@ impl Kind {
 struct GroupSamples {
     stride: usize,
     kinds: [Option<Vec<u64>>; 3],
+    /// Why the group's hardware counts were lost while it was measured (its counted events
+    /// are then "not measured"; the virtual TSC is unaffected).
+    lost: Option<String>,
 }
 
 /// A benchmark in progress.
@@ -152,6 +155,17 @@ impl Bench {
     pub fn with_bytes(mut self, bytes: u64) -> Bench {
         self.bytes_per_iteration = (bytes > 0).then_some(bytes);
         self
+    }
+
+    /// The task's hardware counts were lost while the current group was measured (a PMU error
+    /// switching its counters): the group's counted events are reported not measured, with
+    /// `reason`.
+    pub fn lose_counts(&mut self, reason: &str) {
+        if let Some(group) = self.current.and_then(|g| self.groups.get_mut(g))
+            && group.lost.is_none()
+        {
+            group.lost = Some(String::from(reason));
+        }
     }
 
     /// `bench_group(g)`: the task measures group `g` next; its counter slots (the kernel
@@ -274,7 +288,12 @@ impl Bench {
                 } => (
                     Some(counter.clone()),
                     Some(*group),
-                    measure(*group, SAMPLE_HEAD + slot).map_err(Failure::Harness),
+                    match self.groups.get(*group).and_then(|g| g.lost.as_ref()) {
+                        Some(lost) => {
+                            Err(Failure::Harness(format!("its counts were lost: {lost}")))
+                        }
+                        None => measure(*group, SAMPLE_HEAD + slot).map_err(Failure::Harness),
+                    },
                 ),
                 Status::Unsupported { reason } => {
                     (None, None, Err(Failure::Unsupported(reason.clone())))

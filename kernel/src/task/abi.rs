@@ -43,6 +43,9 @@ pub const EBUSY: i64 = -5;
 pub const ENOSPC: i64 = -6;
 /// `wait`: the child ended without an exit code (a fault, or killed by the watchdog).
 pub const EABORTED: i64 = -7;
+/// `counters_read`: the task's hardware counts were lost (a PMU error switching its counters;
+/// `counters_configure` or `counters_reset` starts them again).
+pub const ECOUNTERS: i64 = -8;
 
 /// `spawn` flag: add the child's counts (and virtual TSC) into the parent's when it ends.
 pub const SPAWN_ADD_CHILD: u64 = 1;

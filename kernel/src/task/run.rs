@@ -58,7 +58,7 @@ use crate::record::Record;
 
 use super::abi::{ENOENT, STACK_PAGES, STACK_TOP, USER_PAGE_ADDR};
 use super::elf::{self, Limits, LoadPlan};
-use super::hwslots::{self, HwSlot};
+use super::hwslots::HwSlot;
 use super::ring3::{self, Task, report_fault};
 use super::user_page::{self, UserPage};
 use super::vcounter::VirtualCounters;
@@ -67,7 +67,10 @@ use crate::pmu::backend::Counter;
 use crate::say;
 use crate::traps;
 
+mod hw;
 mod syscalls;
+
+pub use hw::{Diagnostics, set_diagnostics};
 
 /// Vector of #UD (RDPMC under TCG).
 const INVALID_OPCODE: u8 = 6;
@@ -620,8 +623,10 @@ struct Running {
     hw: Vec<HwSlot>,
     /// RDPMC ECX of each `hw` slot's counter for the counter page (`None`: not readable).
     hw_rdpmc: Vec<Option<u32>>,
-    /// A PMU error while switching the task's counters was already reported.
-    hw_error_reported: bool,
+    /// Why the task's hardware counts since its last `counters_configure` / `counters_reset`
+    /// are lost (a PMU error switching its counters; `hw` module docs): its slots are frozen,
+    /// published unreadable, and `counters_read` refuses them. `None`: they are exact.
+    hw_lost: Option<alloc::string::String>,
     /// The retry-free virtual TSC reader's window `[lo, hi]` (`read_window`; `user_page` module
     /// docs): resumed with RIP inside it, the task gets RSI = the published `tsc_offset`.
     /// `(u64::MAX, u64::MAX)`: none (no canonical RIP is there).
@@ -720,7 +725,7 @@ impl Running {
             spawned: false,
             hw: Vec::new(),
             hw_rdpmc: Vec::new(),
-            hw_error_reported: false,
+            hw_lost: None,
             read_window: (u64::MAX, u64::MAX),
             harness: None,
             page_written: false,
@@ -779,83 +784,6 @@ impl Running {
                 Step::Blocked => return None,
                 _ => {}
             }
-        }
-    }
-
-    /// Whether the task's counters live in hardware counters while it runs (then ring 3 may
-    /// execute RDPMC itself: CR4.PCE): it configured events on a PMU.
-    fn uses_hardware_counters(&self) -> bool {
-        !self.hw.is_empty()
-    }
-
-    /// Stops and clears the task's hardware counters (it ended or reconfigures).
-    fn release_hw(&mut self) {
-        if self.hw.is_empty() {
-            return;
-        }
-        let hw = &self.hw;
-        let _ =
-            crate::counters::with_pmu(|pmu, msr| hwslots::release(pmu.backend.as_mut(), msr, hw));
-    }
-
-    /// A PMU error switching the task's counters: an `error` record (once per task).
-    fn report_hw_error(&mut self, e: hwslots::HwError) {
-        if self.hw_error_reported {
-            return;
-        }
-        self.hw_error_reported = true;
-        let task = self.task;
-        record("error", |r| {
-            r.str("source", "tasks")
-                .str("task", task.name)
-                .u64("task_index", task.index)
-                .str(
-                    "message",
-                    &format!("switching the task's hardware counters: {e}"),
-                )
-        });
-    }
-
-    /// Switch-in of a task with hardware counters: its events are loaded into its counters
-    /// (other tasks may have used them since), then `hwslots::switch_in` (read, resume,
-    /// enable). On a PMU error the virtual counters still resume (those slots count nothing).
-    fn switch_in_hw(&mut self, tsc: u64) {
-        let (hw, vc) = (&self.hw, &mut self.vc);
-        let result = crate::counters::with_pmu(|pmu, msr| {
-            let backend = pmu.backend.as_mut();
-            for s in hw {
-                backend.program(msr, s.counter, &s.select, &s.modifiers)?;
-            }
-            hwslots::switch_in(backend, msr, hw, vc, tsc)
-        });
-        let result = result.unwrap_or(Err(hwslots::HwError::Pmu(
-            crate::pmu::backend::PmuError::NotSupported("no PMU"),
-        )));
-        if let Err(e) = result {
-            if !self.vc.is_running() {
-                let zeros = alloc::vec![0u64; self.vc.len()];
-                let _ = self.vc.resume(&zeros, tsc);
-            }
-            self.report_hw_error(e);
-        }
-    }
-
-    /// Switch-out of a task with hardware counters: `hwslots::switch_out` (disable, read,
-    /// suspend). On a PMU error the virtual counters still suspend (adding nothing).
-    fn switch_out_hw(&mut self, tsc: u64) {
-        let (hw, vc) = (&self.hw, &mut self.vc);
-        let result = crate::counters::with_pmu(|pmu, msr| {
-            hwslots::switch_out(pmu.backend.as_mut(), msr, hw, vc, tsc)
-        });
-        let result = result.unwrap_or(Err(hwslots::HwError::Pmu(
-            crate::pmu::backend::PmuError::NotSupported("no PMU"),
-        )));
-        if let Err(e) = result {
-            if self.vc.is_running() {
-                let starts: Vec<u64> = self.vc.slots().iter().map(|s| s.start).collect();
-                let _ = self.vc.suspend(&starts, tsc);
-            }
-            self.report_hw_error(e);
         }
     }
 
@@ -949,6 +877,7 @@ impl Running {
                 .u64("interrupts", self.interrupts)
                 .u64("rdpmc_emulated", self.rdpmc_emulated)
                 .bool("pce", self.pce_entries > 0)
+                .opt_str("counters_lost", self.hw_lost.as_deref())
                 .u64("pce_entries", self.pce_entries)
                 .object("entries", |r| {
                     r.u64("iretq", entries.iretq)
@@ -973,10 +902,12 @@ impl Running {
     /// The kernel's copy of the page from the virtual counters (RDPMC indices of the task's
     /// hardware slots) and the interrupt count.
     fn update_page(&mut self) {
-        let (hw, rdpmc) = (&self.hw, &self.hw_rdpmc);
+        let (hw, rdpmc, lost) = (&self.hw, &self.hw_rdpmc, self.hw_lost.is_some());
+        // Lost counts are never readable (`hw` module docs): index 0 while the task runs sends
+        // the reader to `counters_read`, which refuses them.
         self.page.publish(&self.vc, |c| {
             hw.iter()
-                .position(|s| s.counter == c)
+                .position(|s| s.counter == c && !lost)
                 .and_then(|i| rdpmc.get(i).copied().flatten())
         });
         self.page.interrupts = self.interrupts;
@@ -1011,9 +942,12 @@ impl Running {
             self.publish();
             self.page_written = true;
         }
+        let frozen = self.has_frozen_slots();
         let resumed = hwcpu::rdtsc();
         if pce {
             self.switch_in_hw(resumed);
+        } else if counting && frozen {
+            self.resume_frozen(resumed);
         } else if counting {
             let _ = self.vc.resume(&[], resumed);
         }
@@ -1052,6 +986,8 @@ impl Running {
         self.run_tsc = self.run_tsc.saturating_add(now.wrapping_sub(resumed));
         if pce {
             self.switch_out_hw(now);
+        } else if counting && frozen {
+            self.suspend_frozen(now);
         } else if counting {
             let _ = self.vc.suspend(&[], now);
         }

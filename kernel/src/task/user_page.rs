@@ -29,7 +29,7 @@
 //!
 //! | offset | size | field      | meaning                                                         |
 //! |--------|------|------------|-----------------------------------------------------------------|
-//! | 0      | 4    | `index`    | counter slot: RDPMC ECX + 1, or 0 when the slot is not readable with RDPMC right now (task switched out, counter not readable from ring 3). TSC slot: 1 while the task runs, else 0 |
+//! | 0      | 4    | `index`    | counter slot: RDPMC ECX + 1, or 0 when the slot is not readable with RDPMC right now (task switched out, counter not readable from ring 3, counts lost). TSC slot: 1 while the task runs, else 0. A counter slot at 0 while the TSC slot is not: `base` misses the current run, so the reader calls `counters_read` instead |
 //! | 4      | 4    | `width`    | counter width in bits (1..=64; 64 for the TSC)                  |
 //! | 8      | 8    | `base`     | the 64-bit virtual value at the last update                     |
 //! | 16     | 8    | `start`    | the raw counter (RDTSC) reading at the last update, masked to the width; meaningful only when `index != 0` |
@@ -43,6 +43,9 @@
 //!     if s is odd { pause; continue }                // the kernel is updating it (another CPU)
 //!     idx = slot.index; w = slot.width; b = slot.base; st = slot.start
 //!     value = b
+//!     if idx == 0 and this is a counter slot and tsc.index != 0 {
+//!         return counters_read()                     // not on the page while running
+//!     }
 //!     if idx != 0 { raw = rdpmc(idx - 1)             // TSC slot: rdtsc()
 //!                   value = b + widen(st, raw, w) }   // mod 2^64
 //!     compiler_fence
@@ -407,6 +410,10 @@ pub enum ReadError {
     NoSuchSlot,
     /// `seq` was odd or changed during every attempt.
     Unstable,
+    /// A counter slot with `index` 0 while the task runs (the TSC slot's `index` is not 0):
+    /// ring 3 cannot read that counter now (not readable with RDPMC, or its counts were lost)
+    /// and `base` misses the current run; the reader asks the kernel (`counters_read`).
+    NotOnPage,
 }
 
 fn value_of(slot: &PageSlot, hw: &mut impl FnMut(u32) -> u64) -> u64 {
@@ -445,9 +452,15 @@ pub fn read_with<S: PageSource + ?Sized>(
                 }
             }
         };
+        let running = src
+            .load_slot(PageCounter::Tsc)
+            .is_some_and(|t| t.index != 0);
+        let not_on_page =
+            matches!(which, PageCounter::Slot(_)) && running && slot.is_some_and(|s| s.index == 0);
         let value = slot.map(|s| value_of(&s, &mut hw));
         if src.load_seq() == seq {
             return match value {
+                _ if not_on_page => Err(ReadError::NotOnPage),
                 Some(value) => Ok(Reading { value, generation }),
                 None => Err(ReadError::NoSuchSlot),
             };
@@ -547,6 +560,31 @@ mod tests {
         assert_eq!(page.size, 600);
         assert_eq!(read(&page, 0, |_| 0), None, "no slots yet");
         assert_eq!(read_tsc(&page, || 99), Some(0), "not running: the base");
+    }
+
+    /// A counter slot the page cannot give while the task runs (index 0: not readable with
+    /// RDPMC, or its counts lost) is not its stale `base`: the reader is sent to the kernel.
+    /// Switched out, `base` is the value.
+    #[test]
+    fn an_unreadable_counter_of_a_running_task_is_not_read_from_its_base() {
+        let mut vc = VirtualCounters::new();
+        vc.configure(&[(Counter::Gp(0), 48), (Counter::Gp(1), 48)])
+            .unwrap();
+        vc.resume(&[100, 200], 1_000).unwrap();
+        vc.suspend(&[150, 260], 1_100).unwrap();
+        let mut page = UserPage::new();
+        page.publish(&vc, |_| None);
+        assert_eq!(read(&page, 0, |_| 0), Some(50), "switched out: the base");
+        assert_eq!(read(&page, 1, |_| 0), Some(60));
+        vc.resume(&[150, 260], 2_000).unwrap();
+        // GP 1 readable with RDPMC, GP 0 not.
+        page.publish(&vc, |c| (c == Counter::Gp(1)).then_some(1));
+        assert_eq!(
+            read_with(&page, PageCounter::Slot(0), |_| 999, READ_RETRIES),
+            Err(ReadError::NotOnPage)
+        );
+        assert_eq!(read(&page, 1, |_| 300), Some(100));
+        assert_eq!(read_tsc(&page, || 2_010), Some(110));
     }
 
     /// The retry-free read gives what the kernel's accounting gives, running or stopped, and a
@@ -815,7 +853,7 @@ mod tests {
     }
 
     #[test]
-    fn index_zero_returns_the_base_without_reading_the_counter() {
+    fn index_zero_of_a_running_task_sends_the_reader_to_the_kernel() {
         let (mut vc, raw) = running_task(&[48, 48], &[100, 200], &[], 0);
         let later: Vec<u64> = raw.iter().map(|r| r + 50).collect();
         vc.sample(&later, 10).unwrap();
@@ -832,10 +870,10 @@ mod tests {
         };
         assert_eq!(read(&page, 0, rdpmc), Some(57));
         assert_eq!(called.get(), 1);
+        // The task runs: the value as of the last update would miss the events since then.
         assert_eq!(
-            read(&page, 1, rdpmc),
-            Some(50),
-            "the value as of the last update"
+            read_with(&page, PageCounter::Slot(1), rdpmc, READ_RETRIES),
+            Err(ReadError::NotOnPage),
         );
         assert_eq!(called.get(), 1, "no RDPMC for index 0");
         // An ECX of u32::MAX cannot be published (index would overflow): 0.

@@ -320,6 +320,13 @@ impl VirtualCounters {
         }
     }
 
+    /// The readings that make [`resume`](Self::resume) and [`suspend`](Self::suspend) leave
+    /// every slot as it is (each slot's own `start`): for a task whose slots do not count while
+    /// its virtual TSC does (its hardware counts were lost).
+    pub fn held_readings(&self) -> alloc::vec::Vec<u64> {
+        self.slots().iter().map(|s| s.start).collect()
+    }
+
     /// Switch-in: the counters now count for this task. `raw` holds the raw reading of every
     /// slot's counter (after programming it, right before or after starting it), `tsc` the TSC.
     pub fn resume(&mut self, raw: &[u64], tsc: u64) -> Result<(), VcError> {

@@ -233,6 +233,15 @@ mod imp {
             b.iterations,
             b.bytes_per_iteration,
         ))?;
+        // Once begun, the benchmark is always ended: the kernel reports what it has (anything
+        // missing as not measured, with the reason) instead of "never ended".
+        let measured = measure(b, &plan);
+        let ended = Error::check(syscall3(nr::BENCH_END, 0, 0, 0)).map(|_| ());
+        measured.and(ended)
+    }
+
+    /// Every group and kind of the plan, each handed to the kernel (`bench_samples`).
+    fn measure(b: &Bench<'_>, plan: &Plan) -> Result<(), Error> {
         // SAFETY: `BUSY` is held: nothing else uses the buffer until `run` returns.
         let samples = unsafe { &mut *SAMPLES.0.get() };
         for g in 0..plan.groups {
@@ -265,7 +274,7 @@ mod imp {
                 ))?;
             }
         }
-        Error::check(syscall3(nr::BENCH_END, 0, 0, 0)).map(|_| ())
+        Ok(())
     }
 }
 

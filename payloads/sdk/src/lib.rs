@@ -54,6 +54,9 @@ pub enum Error {
     NoEnt,
     Busy,
     NoSpace,
+    /// `ECOUNTERS`: the task's hardware counts were lost (a PMU error switching its counters;
+    /// `counters_configure` or `counters_reset` starts them again).
+    Counters,
     Other(i64),
 }
 
@@ -68,6 +71,7 @@ impl Error {
             -4 => Err(Error::NoEnt),
             -5 => Err(Error::Busy),
             -6 => Err(Error::NoSpace),
+            ECOUNTERS => Err(Error::Counters),
             r => Err(Error::Other(r)),
         }
     }
@@ -124,6 +128,9 @@ pub mod page {
         (now << shift).wrapping_sub(prev << shift) >> shift
     }
 }
+
+/// `counters_read`'s error when the task's hardware counts were lost ([`Error::Counters`]).
+pub const ECOUNTERS: i64 = -8;
 
 /// `time`'s return value when the kernel does not know the TSC frequency.
 pub const TIME_HZ_UNKNOWN: u64 = 1;

@@ -275,18 +275,30 @@ pub mod counters {
     static RETRY_FREE: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
 
     /// One slot's value: `base`, plus the events since the kernel's last update when the slot
-    /// is live (`index != 0`).
+    /// is live (`index != 0`). `None` when the value is not on the page: a counter slot with
+    /// `index` 0 while the task runs (the TSC slot live) is a counter ring 3 cannot read now
+    /// (not readable with RDPMC, or its counts were lost), and its `base` misses the current
+    /// run: the caller asks the kernel (`counters_read`).
     #[inline(always)]
-    fn slot_value(base_addr: u64, slot: usize, tsc: bool) -> u64 {
+    fn slot_value(base_addr: u64, slot: usize, tsc: bool) -> Option<u64> {
         let index = load_u32(base_addr, slot + SLOT_INDEX_OFFSET);
-        let base = load_u64(base_addr, slot + SLOT_BASE_OFFSET);
+        let value = load_u64(base_addr, slot + SLOT_BASE_OFFSET);
         if index == 0 {
-            return base;
+            let running = load_u32(base_addr, TSC_OFFSET + SLOT_INDEX_OFFSET) != 0;
+            return (tsc || !running).then_some(value);
         }
         let width = load_u32(base_addr, slot + SLOT_WIDTH_OFFSET);
         let start = load_u64(base_addr, slot + SLOT_START_OFFSET);
         let raw = if tsc { rdtsc() } else { rdpmc(index - 1) };
-        base.wrapping_add(widen(start, raw, width))
+        Some(value.wrapping_add(widen(start, raw, width)))
+    }
+
+    /// The slower path of [`snapshot`] and [`read_values`] for counters the page cannot give
+    /// (`slot_value` is `None`): the `counters_read` syscall (the kernel folds the current run
+    /// in). `Err(Counters)` when the counts were lost.
+    #[cold]
+    fn read_by_syscall(out: &mut [u64]) -> Result<u64, Error> {
+        super::counters_read(out).map(|r| r.tsc)
     }
 
     /// The task's virtual TSC (TSC ticks while it ran in ring 3), from the counter page and
@@ -317,14 +329,16 @@ pub mod counters {
             let value = slot_value(base, TSC_OFFSET, true);
             compiler_fence(Ordering::SeqCst);
             if load_u64(base, SEQ_OFFSET) == seq {
-                return Some(value);
+                return value;
             }
         }
     }
 
     /// One consistent snapshot for the harness: `out[0]` the virtual TSC, `out[1]` the task's
     /// interrupt count, `out[2..]` the counter slots (`out.len()` must be `2 + nr_slots`, else
-    /// `Err(Invalid)`; `Err(NoEnt)` without a page).
+    /// `Err(Invalid)`; `Err(NoEnt)` without a page; `Err(Counters)` when the task's hardware
+    /// counts were lost). Counters the page cannot give while the task runs are read with
+    /// `counters_read`.
     #[inline(always)]
     pub fn snapshot(out: &mut [u64]) -> Result<(), Error> {
         let base = page().ok_or(Error::NoEnt)?;
@@ -339,13 +353,20 @@ pub mod counters {
             if out.len() != n + 2 || n > MAX_SLOTS {
                 return Err(Error::Invalid);
             }
-            out[0] = slot_value(base, TSC_OFFSET, true);
+            let mut on_page = true;
+            out[0] = slot_value(base, TSC_OFFSET, true).unwrap_or(0);
             out[1] = load_u64(base, INTERRUPTS_OFFSET);
             for i in 0..n {
-                out[2 + i] = slot_value(base, SLOTS_OFFSET + i * SLOT_SIZE, false);
+                let v = slot_value(base, SLOTS_OFFSET + i * SLOT_SIZE, false);
+                on_page &= v.is_some();
+                out[2 + i] = v.unwrap_or(0);
             }
             compiler_fence(Ordering::SeqCst);
             if load_u64(base, SEQ_OFFSET) == seq {
+                if !on_page {
+                    out[0] = read_by_syscall(&mut out[2..])?;
+                    out[1] = load_u64(base, INTERRUPTS_OFFSET);
+                }
                 return Ok(());
             }
         }
@@ -353,7 +374,8 @@ pub mod counters {
 
     /// Reads every configured counter into `out` (slot order) in one consistent snapshot and
     /// returns how many there are. `Err(NoSpace)` if `out` is shorter than that, `Err(NoEnt)`
-    /// without a page.
+    /// without a page, `Err(Counters)` when the task's hardware counts were lost. Counters the
+    /// page cannot give while the task runs are read with `counters_read`.
     pub fn read_values(out: &mut [u64]) -> Result<usize, Error> {
         let base = page().ok_or(Error::NoEnt)?;
         loop {
@@ -367,11 +389,17 @@ pub mod counters {
             if out.len() < n {
                 return Err(Error::NoSpace);
             }
+            let mut on_page = true;
             for (i, v) in out.iter_mut().take(n).enumerate() {
-                *v = slot_value(base, SLOTS_OFFSET + i * SLOT_SIZE, false);
+                let value = slot_value(base, SLOTS_OFFSET + i * SLOT_SIZE, false);
+                on_page &= value.is_some();
+                *v = value.unwrap_or(0);
             }
             compiler_fence(Ordering::SeqCst);
             if load_u64(base, SEQ_OFFSET) == seq {
+                if !on_page {
+                    read_by_syscall(&mut out[..n])?;
+                }
                 return Ok(n);
             }
         }

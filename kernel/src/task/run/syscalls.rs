@@ -10,8 +10,8 @@ use core::sync::atomic::Ordering;
 use baremark_hw::cpu as hwcpu;
 
 use super::super::abi::{
-    EABORTED, EBUSY, EFAULT, EINVAL, ENOENT, ENOSPC, ENOSYS, MAX_CHILDREN, MAX_SPAWNED, NAME_MAX,
-    REPORT_MAX, SPAWN_ADD_CHILD, USER_PAGE_ADDR, VIRTUAL_TSC_INDEX, nr,
+    EABORTED, EBUSY, ECOUNTERS, EFAULT, EINVAL, ENOENT, ENOSPC, ENOSYS, MAX_CHILDREN, MAX_SPAWNED,
+    NAME_MAX, REPORT_MAX, SPAWN_ADD_CHILD, USER_PAGE_ADDR, VIRTUAL_TSC_INDEX, nr,
 };
 use super::super::hwslots;
 use super::super::ring3::{self, Task, sys_write};
@@ -52,6 +52,7 @@ impl Running {
                     e => e,
                 }
             }
+            nr::COUNTERS_READ if self.hw_lost.is_some() => ECOUNTERS,
             nr::COUNTERS_READ => {
                 match super::super::abi::counters_read_buffer(&self.vc.values(), b) {
                     Ok(buf) => match self.copy_out(a, &buf) {
@@ -71,7 +72,11 @@ impl Running {
                 0
             }
             nr::COUNTERS_RESET => match self.vc.reset() {
-                Ok(()) => self.vc.generation() as i64,
+                Ok(()) => {
+                    // Counting from 0 again: nothing lost is in the new counts.
+                    self.hw_lost = None;
+                    self.vc.generation() as i64
+                }
                 Err(_) => EINVAL,
             },
             nr::YIELD => {
@@ -361,6 +366,15 @@ impl Running {
             Ended::Faulted | Ended::Killed => EABORTED,
         };
         if done.add_to_parent
+            && let Some(lost) = &done.hw_lost
+        {
+            // The child's sums miss what it lost, so the parent's would too.
+            self.hw_lost = Some(format!(
+                "the counts of child {} (task_index {}), added to this task's, were lost: {lost}",
+                done.task.name, done.task.index
+            ));
+        }
+        if done.add_to_parent
             && hwslots::add_child_counts(&mut self.vc, &self.hw, &done.vc, &done.hw).is_err()
         {
             let (task, child) = (self.task, done.task);
@@ -406,6 +420,7 @@ impl Running {
                     self.release_hw();
                     self.hw.clear();
                     self.hw_rdpmc.clear();
+                    self.hw_lost = None;
                     self.vc.generation() as i64
                 }
                 Err(_) => {
@@ -469,6 +484,7 @@ impl Running {
             Ok((slots, rdpmc)) => {
                 self.hw = slots;
                 self.hw_rdpmc = rdpmc;
+                self.hw_lost = None;
                 self.vc = vc;
                 self.vc.generation() as i64
             }
@@ -528,6 +544,11 @@ impl Running {
         let slot = self.hw.iter().position(|s| rdpmc_ecx(s.counter) == index);
         let value = if index == VIRTUAL_TSC_INDEX {
             self.vc.values().tsc
+        } else if let (Some(_), Some(lost)) = (slot, &self.hw_lost) {
+            return Err(Some(format!(
+                "rdpmc index {index:#x}: the counts of this counter were lost ({lost}); \
+                 counters_configure or counters_reset starts them again"
+            )));
         } else if let Some(v) = slot.and_then(|i| self.vc.values().get(i)) {
             v
         } else {

@@ -1,0 +1,172 @@
+//! A task's hardware counters around its runs in ring 3 (`hwslots` does the PMU work): the
+//! events are reprogrammed and switched in right before every entry to ring 3 (tasks share the
+//! counters) and switched out right after every return.
+//!
+//! # Lost counts
+//!
+//! If the PMU refuses a switch (an MSR faults, a counter is missing), the counts of that run
+//! cannot be known, and neither can any sum that includes them. The task's counts are then
+//! *lost* until it starts them again (`counters_configure` or `counters_reset`): its counters
+//! are released, its slots frozen (the virtual TSC goes on: it needs no PMU), the counter page
+//! publishes the slots as not readable (`index` 0 while the task runs, so the SDK's fast read
+//! falls back to `counters_read`), `counters_read` returns `ECOUNTERS`, RDPMC of a lost slot
+//! ends the task with a fault saying so, an open benchmark's group is reported "not measured",
+//! and one `error` record says why. Nothing is ever published as a count that was not counted.
+//!
+//! # Diagnostics (run.cfg, test-only)
+//!
+//! - `counter_preset = N`: at every switch-in each of the task's counters is preset to N events
+//!   below its wrap (2^width - N), so every run longer than N events wraps it and the 64-bit
+//!   virtual counts must widen across the wrap (tests/tests/emulated_tasks.rs).
+//! - `test_pmu_fault = N`: the N-th switch-in of task hardware counters in the run fails as if
+//!   the PMU had refused it, to prove the lost-counts path end to end.
+
+use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+
+use alloc::format;
+use alloc::string::String;
+
+use super::super::hwslots::{self, HwError};
+use super::Running;
+use crate::console::record;
+use crate::pmu::backend::PmuError;
+
+/// The run's diagnostic settings for task counters (module docs).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Diagnostics {
+    /// Preset every counter this many events below its wrap at each switch-in (0: never).
+    pub counter_preset: u64,
+    /// Fail the N-th switch-in of task hardware counters (0: never).
+    pub fault_at_switch_in: u32,
+}
+
+static COUNTER_PRESET: AtomicU64 = AtomicU64::new(0);
+static FAULT_AT: AtomicU32 = AtomicU32::new(0);
+/// Switch-ins of task hardware counters so far in the run.
+static SWITCH_INS: AtomicU32 = AtomicU32::new(0);
+
+/// Sets the run's diagnostics (before the payloads run).
+pub fn set_diagnostics(d: Diagnostics) {
+    COUNTER_PRESET.store(d.counter_preset, Ordering::Relaxed);
+    FAULT_AT.store(d.fault_at_switch_in, Ordering::Relaxed);
+    SWITCH_INS.store(0, Ordering::Relaxed);
+}
+
+/// The injected failure of this switch-in, if `test_pmu_fault` names it.
+fn injected_fault() -> Option<HwError> {
+    let n = SWITCH_INS.fetch_add(1, Ordering::Relaxed) + 1;
+    let at = FAULT_AT.load(Ordering::Relaxed);
+    (at != 0 && n == at).then_some(HwError::Pmu(PmuError::NotSupported(
+        "failure injected by run.cfg test_pmu_fault",
+    )))
+}
+
+fn no_pmu() -> HwError {
+    HwError::Pmu(PmuError::NotSupported("no PMU"))
+}
+
+impl Running {
+    /// Whether the task's counters live in hardware counters while it runs (then ring 3 may
+    /// execute RDPMC itself: CR4.PCE): it configured events on a PMU and their counts are not
+    /// lost.
+    pub(super) fn uses_hardware_counters(&self) -> bool {
+        !self.hw.is_empty() && self.hw_lost.is_none()
+    }
+
+    /// The task has counter slots but they do not count (their counts were lost).
+    pub(super) fn has_frozen_slots(&self) -> bool {
+        !self.hw.is_empty() && self.hw_lost.is_some()
+    }
+
+    /// Stops and clears the task's hardware counters (it ended or reconfigures).
+    pub(super) fn release_hw(&mut self) {
+        if self.hw.is_empty() {
+            return;
+        }
+        let hw = &self.hw;
+        let _ =
+            crate::counters::with_pmu(|pmu, msr| hwslots::release(pmu.backend.as_mut(), msr, hw));
+    }
+
+    /// The task's counts are lost (module docs): its counters are released, an open
+    /// benchmark's group is marked, and an `error` record says why.
+    fn lose_counts(&mut self, e: HwError) {
+        self.release_hw();
+        let reason = format!("switching the task's hardware counters failed: {e}");
+        if let Some(b) = self.bench.as_mut() {
+            b.lose_counts(&reason);
+        }
+        let task = self.task;
+        record("error", |r| {
+            r.str("source", "tasks")
+                .str("task", task.name)
+                .u64("task_index", task.index)
+                .str(
+                    "message",
+                    &format!(
+                        "{reason}: its counts are lost until counters_configure or \
+                         counters_reset; they are reported as not counted"
+                    ),
+                )
+        });
+        crate::say!("task   {}: counts lost: {reason}", task.name);
+        self.hw_lost = Some(String::from(reason.as_str()));
+    }
+
+    /// Switch-in of a task with hardware counters: its events are loaded into its counters
+    /// (other tasks may have used them since), then `hwslots::switch_in` (read, resume,
+    /// enable). On a PMU error the counts are lost and the virtual counters resume frozen.
+    pub(super) fn switch_in_hw(&mut self, tsc: u64) {
+        let preset = COUNTER_PRESET.load(Ordering::Relaxed);
+        let (hw, vc) = (&self.hw, &mut self.vc);
+        let result = match injected_fault() {
+            Some(e) => Err(e),
+            None => crate::counters::with_pmu(|pmu, msr| {
+                let backend = pmu.backend.as_mut();
+                for s in hw {
+                    backend.program(msr, s.counter, &s.select, &s.modifiers)?;
+                    if preset != 0 {
+                        let width = backend.width(s.counter);
+                        let wrap = if width >= 64 { 0 } else { 1u64 << width };
+                        backend.write(msr, s.counter, wrap.wrapping_sub(preset))?;
+                    }
+                }
+                hwslots::switch_in(backend, msr, hw, vc, tsc)
+            })
+            .unwrap_or(Err(no_pmu())),
+        };
+        if let Err(e) = result {
+            self.lose_counts(e);
+            if !self.vc.is_running() {
+                let _ = self.vc.resume(&self.vc.held_readings(), tsc);
+            }
+        }
+    }
+
+    /// Switch-out of a task with hardware counters: `hwslots::switch_out` (disable, read,
+    /// suspend). On a PMU error the counts are lost and the virtual counters suspend adding
+    /// nothing.
+    pub(super) fn switch_out_hw(&mut self, tsc: u64) {
+        let (hw, vc) = (&self.hw, &mut self.vc);
+        let result = crate::counters::with_pmu(|pmu, msr| {
+            hwslots::switch_out(pmu.backend.as_mut(), msr, hw, vc, tsc)
+        })
+        .unwrap_or(Err(no_pmu()));
+        if let Err(e) = result {
+            if self.vc.is_running() {
+                let _ = self.vc.suspend(&self.vc.held_readings(), tsc);
+            }
+            self.lose_counts(e);
+        }
+    }
+
+    /// Resume and suspend of a task whose slots are frozen: the virtual TSC runs, the slots add
+    /// nothing.
+    pub(super) fn resume_frozen(&mut self, tsc: u64) {
+        let _ = self.vc.resume(&self.vc.held_readings(), tsc);
+    }
+
+    pub(super) fn suspend_frozen(&mut self, tsc: u64) {
+        let _ = self.vc.suspend(&self.vc.held_readings(), tsc);
+    }
+}
