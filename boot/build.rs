@@ -28,6 +28,10 @@ fn main() {
             "BAREMARK_PAYLOAD_RDPMC_ELF",
         ),
         (
+            "CARGO_BIN_FILE_BAREMARK_PAYLOAD_RDPMC_hwcount",
+            "BAREMARK_PAYLOAD_HWCOUNT_ELF",
+        ),
+        (
             "CARGO_BIN_FILE_BAREMARK_PAYLOAD_SPIN_spin",
             "BAREMARK_PAYLOAD_SPIN_ELF",
         ),

@@ -28,6 +28,11 @@ pub static BUILTIN: &[Payload] = &[
         name: "rdpmc",
         elf: include_bytes!(env!("BAREMARK_PAYLOAD_RDPMC_ELF")),
     },
+    // Test payload: a task's hardware counters (page, RDPMC, widening, children) on a PMU.
+    Payload {
+        name: "hwcount",
+        elf: include_bytes!(env!("BAREMARK_PAYLOAD_HWCOUNT_ELF")),
+    },
     // Test payload: loops forever without a system call (only the watchdog ends it).
     Payload {
         name: "spin",

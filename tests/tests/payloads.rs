@@ -48,6 +48,27 @@ fn the_sdk_reads_the_kernels_counter_page_layout() {
         baremark_sdk::TIME_HZ_UNKNOWN as i64,
         baremark_kernel::task::abi::TIME_HZ_UNKNOWN
     );
+    assert_eq!(
+        baremark_sdk::ECOUNTERS,
+        baremark_kernel::task::abi::ECOUNTERS
+    );
+    assert_eq!(
+        baremark_sdk::Error::check(baremark_sdk::ECOUNTERS),
+        Err(baremark_sdk::Error::Counters)
+    );
+    {
+        use baremark_kernel::task::hwslots::{FIXED_ENTRY, fixed_entry};
+        use events::event::Modifiers;
+        assert_eq!(baremark_sdk::FIXED_ENTRY, FIXED_ENTRY);
+        for (usr, os) in [(true, false), (false, true), (true, true)] {
+            let m = Modifiers {
+                usr,
+                os,
+                ..Modifiers::default()
+            };
+            assert_eq!(baremark_sdk::fixed_entry(2, usr, os), fixed_entry(2, &m));
+        }
+    }
     assert_eq!(sdk::MAGIC, MAGIC);
     assert_eq!(sdk::VERSION, VERSION);
     assert_eq!(sdk::MAGIC_OFFSET, offset_of!(UserPage, magic));

@@ -168,6 +168,22 @@ impl Bench {
         }
     }
 
+    /// As [`lose_counts`](Self::lose_counts) at `bench_end`: only if the current group still
+    /// lacks samples of a kind the plan measures (samples handed before the loss are exact).
+    pub fn lose_counts_if_incomplete(&mut self, reason: &str, plan: &RunPlan) {
+        let complete = self
+            .current
+            .and_then(|g| self.groups.get(g))
+            .is_some_and(|group| {
+                plan.kinds()
+                    .iter()
+                    .all(|&k| group.kinds[k as usize].is_some())
+            });
+        if !complete {
+            self.lose_counts(reason);
+        }
+    }
+
     /// `bench_group(g)`: the task measures group `g` next; its counter slots (the kernel
     /// configures the task's counters with [`RunPlan::group_config`]).
     pub fn enter_group(&mut self, g: u64, plan: &RunPlan) -> Result<usize, String> {

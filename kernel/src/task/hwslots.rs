@@ -213,6 +213,19 @@ pub fn switch_in(
     Ok(())
 }
 
+/// The task runner's switch-in: the slots' counters are read (the virtual counters' resume
+/// readings, returned) and started. The runner resumes the virtual counters with them after
+/// its virtual TSC reading, so the kernel's own switching work is never the task's time.
+pub fn start(
+    backend: &mut dyn PmuBackend,
+    msr: &mut dyn Msr,
+    slots: &[HwSlot],
+) -> Result<Vec<u64>, HwError> {
+    let raw = read_all(backend, msr, slots)?;
+    backend.enable(msr, counter_set(slots))?;
+    Ok(raw)
+}
+
 /// After the task is back from ring 3: the counters stop, then its virtual counters fold what
 /// they counted since [`switch_in`] (and `tsc`).
 pub fn switch_out(

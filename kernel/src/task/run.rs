@@ -58,10 +58,10 @@ use crate::record::Record;
 
 use super::abi::{ENOENT, STACK_PAGES, STACK_TOP, USER_PAGE_ADDR};
 use super::elf::{self, Limits, LoadPlan};
-use super::hwslots::HwSlot;
+use super::hwslots::{self, HwSlot};
 use super::ring3::{self, Task, report_fault};
 use super::user_page::{self, UserPage};
-use super::vcounter::VirtualCounters;
+use super::vcounter::{MAX_SLOTS, VirtualCounters};
 use crate::console::record;
 use crate::pmu::backend::Counter;
 use crate::say;
@@ -295,14 +295,28 @@ fn arm_timer(count: u32) {
 fn round_robin(mut ready: Vec<Running>, q: Quantum, tsc_hz: Option<u64>, summary: &mut Summary) {
     let interrupts_were_on = hwcpu::interrupts_enabled();
     hwcpu::disable_interrupts();
-    let overhead = calibrate_switch(tsc_hz);
+    let overhead = calibrate_switch(tsc_hz, &[]);
+    // Tasks with hardware counters switch them at every entry and exit: their round trip is
+    // measured too (with every counter of the PMU), for the floor of the quantum.
+    let events = calibration_events();
+    let hw_overhead = if events.is_empty() {
+        None
+    } else {
+        calibrate_switch(tsc_hz, &events)
+    };
     let asked = u64::from(q.us) * q.tsc_hz / 1_000_000;
     // A quantum must leave the task time to run after the kernel's own switch cost (else it
     // would be preempted before its first instruction, forever): at least 1.5 times that.
-    let floor = overhead.map_or(0, |o| o.wall.saturating_add(o.wall / 2));
+    let wall = overhead
+        .map_or(0, |o| o.wall)
+        .max(hw_overhead.map_or(0, |o| o.wall));
+    let floor = wall.saturating_add(wall / 2);
     let quantum_tsc = asked.max(floor);
     let count = timer_count(quantum_tsc, q.timer_hz, q.tsc_hz);
-    let compensation = overhead.map_or(0, |o| o.counted.0);
+    let compensation = (
+        overhead.map_or(0, |o| o.counted.0),
+        hw_overhead.map_or(0, |o| o.counted.0),
+    );
     record("schedule", |r| {
         r.str("policy", "round-robin")
             .u64("tasks", ready.len() as u64)
@@ -313,6 +327,8 @@ fn round_robin(mut ready: Vec<Running>, q: Quantum, tsc_hz: Option<u64>, summary
             .opt_u64("switch_tsc_min", overhead.map(|o| o.counted.0))
             .opt_u64("switch_tsc_max", overhead.map(|o| o.counted.1))
             .opt_u64("switch_wall_tsc", overhead.map(|o| o.wall))
+            .opt_u64("switch_hw_tsc_min", hw_overhead.map(|o| o.counted.0))
+            .opt_u64("switch_hw_wall_tsc", hw_overhead.map(|o| o.wall))
     });
     say!(
         "sched  round-robin: {} tasks, quantum {} us ({quantum_tsc} TSC ticks, timer count {count}), switch cost {:?} TSC ticks counted, {:?} in all",
@@ -419,10 +435,31 @@ struct Switch {
     wall: u64,
 }
 
+/// `counters_configure` entries for every counter of the PMU (instructions in ring 3 on each
+/// GP counter, each fixed counter in ring 3), at most [`MAX_SLOTS`]: the calibration of a
+/// switch with hardware counters. Empty without counters.
+fn calibration_events() -> Vec<u64> {
+    let caps = crate::counters::with_pmu(|pmu, _| *pmu.backend.caps());
+    let Some(caps) = caps.filter(|c| c.kind != events::pmu::PmuKind::TscOnly) else {
+        return Vec::new();
+    };
+    let usr = events::event::Modifiers {
+        usr: true,
+        os: false,
+        ..Default::default()
+    };
+    let gp = (0..caps.gp_counters).map(|_| 0xc0 | (1 << 16));
+    let fixed = (0..32u8)
+        .filter(|&i| caps.has_fixed(i))
+        .map(|i| hwslots::fixed_entry(i, &usr));
+    gp.chain(fixed).take(MAX_SLOTS).collect()
+}
+
 /// The kernel's cost of one preemption: entering ring 3 with the timer interrupt already
-/// pending and coming back. Three samples after a warm-up round; `None` if it cannot be
-/// measured. Interrupts must be off.
-fn calibrate_switch(tsc_hz: Option<u64>) -> Option<Switch> {
+/// pending and coming back, for a task with the hardware counters `events` (none: TSC only).
+/// Three samples after a warm-up round; `None` if it cannot be measured. Interrupts must be
+/// off.
+fn calibrate_switch(tsc_hz: Option<u64>, events: &[u64]) -> Option<Switch> {
     // jmp $ (never executed: the interrupt arrives before the first instruction).
     const SPIN: [u8; 2] = [0xeb, 0xfe];
     const CODE: u64 = 0x40_0000;
@@ -440,6 +477,9 @@ fn calibrate_switch(tsc_hz: Option<u64>) -> Option<Switch> {
         CODE,
         tsc_hz,
     );
+    if !events.is_empty() && t.configure_events(events) < 0 {
+        return None;
+    }
     let mut samples = [0u64; 4];
     let mut walls = [0u64; 4];
     for (sample, wall) in samples.iter_mut().zip(&mut walls) {
@@ -593,7 +633,9 @@ struct Running {
     rdpmc_emulated: u64,
     /// TSC ticks taken off the virtual TSC for every interrupt exit (round-robin only: the
     /// kernel's measured cost of one preemption, see `calibrate_switch`).
-    preempt_compensation: u64,
+    /// `(TSC only, with hardware counters live)`: a task with live hardware counters sets
+    /// CR4.PCE on the way in and out, so its round trip differs.
+    preempt_compensation: (u64, u64),
     /// Entries into ring 3 for this task, by IRETQ and by SYSRETQ.
     entries: user::EntryCounts,
     /// The watchdog's budget for this task, if any.
@@ -711,7 +753,7 @@ impl Running {
             syscalls: 0,
             interrupts: 0,
             rdpmc_emulated: 0,
-            preempt_compensation: 0,
+            preempt_compensation: (0, 0),
             entries: user::EntryCounts::default(),
             budget: None,
             pce_entries: 0,
@@ -932,7 +974,6 @@ impl Running {
         // CR4.PCE only while a task with live hardware counters runs (a TSC-only task's RDPMC
         // always traps and is emulated); it is clear whenever the kernel runs.
         let counting = self.counting;
-        let pce = counting && self.uses_hardware_counters();
         // One reading starts both the virtual counters and the watchdog's run time, so the two
         // advance identically while the task counts.
         // The whole page only when the configuration changed since it was last written (not
@@ -942,10 +983,22 @@ impl Running {
             self.publish();
             self.page_written = true;
         }
+        // The task's hardware counters start before the reading that starts its virtual TSC:
+        // the kernel's work switching them is never the task's time.
+        let raw = if counting && self.uses_hardware_counters() {
+            self.start_hw()
+        } else {
+            None
+        };
+        let pce = raw.is_some();
+        if pce {
+            hwcpu::set_user_rdpmc(true);
+            self.pce_entries += 1;
+        }
         let frozen = self.has_frozen_slots();
         let resumed = hwcpu::rdtsc();
-        if pce {
-            self.switch_in_hw(resumed);
+        if let Some(raw) = &raw {
+            self.resume_hw(raw, resumed);
         } else if counting && frozen {
             self.resume_frozen(resumed);
         } else if counting {
@@ -955,10 +1008,6 @@ impl Running {
         // The retry-free reader's fix-up (same cost whether it applies or not).
         self.ctx.rsi =
             user_page::fix_up_offset(self.ctx.rip, self.read_window, self.ctx.rsi, &self.page);
-        if pce {
-            hwcpu::set_user_rdpmc(true);
-            self.pce_entries += 1;
-        }
         let before = user::entry_counts();
         let exit = user::run(&mut self.ctx);
         let mut now = hwcpu::rdtsc();
@@ -978,10 +1027,11 @@ impl Running {
             } else {
                 resumed
             };
-            now = start.wrapping_add(
-                now.wrapping_sub(start)
-                    .saturating_sub(self.preempt_compensation),
-            );
+            now = start.wrapping_add(now.wrapping_sub(start).saturating_sub(if pce {
+                self.preempt_compensation.1
+            } else {
+                self.preempt_compensation.0
+            }));
         }
         self.run_tsc = self.run_tsc.saturating_add(now.wrapping_sub(resumed));
         if pce {

@@ -129,6 +129,15 @@ pub mod page {
     }
 }
 
+/// `counters_configure` entry flag: the entry is Intel fixed counter `n` (`fixed_entry`).
+pub const FIXED_ENTRY: u64 = 1 << 63;
+
+/// The `counters_configure` entry for Intel fixed counter `n`, counting in ring 3 (`usr`)
+/// and/or ring 0 (`os`).
+pub const fn fixed_entry(n: u8, usr: bool, os: bool) -> u64 {
+    FIXED_ENTRY | n as u64 | if usr { 1 << 16 } else { 0 } | if os { 1 << 17 } else { 0 }
+}
+
 /// `counters_read`'s error when the task's hardware counts were lost ([`Error::Counters`]).
 pub const ECOUNTERS: i64 = -8;
 

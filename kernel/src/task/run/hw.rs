@@ -10,8 +10,8 @@
 //! are released, its slots frozen (the virtual TSC goes on: it needs no PMU), the counter page
 //! publishes the slots as not readable (`index` 0 while the task runs, so the SDK's fast read
 //! falls back to `counters_read`), `counters_read` returns `ECOUNTERS`, RDPMC of a lost slot
-//! ends the task with a fault saying so, an open benchmark's group is reported "not measured",
-//! and one `error` record says why. Nothing is ever published as a count that was not counted.
+//! ends the task with a fault saying so, a benchmark group given samples (or ended) after the
+//! loss is reported "not measured", and one `error` record says why. Nothing is ever published as a count that was not counted.
 //!
 //! # Diagnostics (run.cfg, test-only)
 //!
@@ -25,6 +25,7 @@ use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use alloc::format;
 use alloc::string::String;
+use alloc::vec::Vec;
 
 use super::super::hwslots::{self, HwError};
 use super::Running;
@@ -88,14 +89,12 @@ impl Running {
             crate::counters::with_pmu(|pmu, msr| hwslots::release(pmu.backend.as_mut(), msr, hw));
     }
 
-    /// The task's counts are lost (module docs): its counters are released, an open
-    /// benchmark's group is marked, and an `error` record says why.
+    /// The task's counts are lost (module docs): its counters are released and an `error`
+    /// record says why. (An open benchmark's group is marked when the task hands samples taken
+    /// since, or ends it: samples handed before the loss are exact.)
     fn lose_counts(&mut self, e: HwError) {
         self.release_hw();
         let reason = format!("switching the task's hardware counters failed: {e}");
-        if let Some(b) = self.bench.as_mut() {
-            b.lose_counts(&reason);
-        }
         let task = self.task;
         record("error", |r| {
             r.str("source", "tasks")
@@ -113,12 +112,13 @@ impl Running {
         self.hw_lost = Some(String::from(reason.as_str()));
     }
 
-    /// Switch-in of a task with hardware counters: its events are loaded into its counters
-    /// (other tasks may have used them since), then `hwslots::switch_in` (read, resume,
-    /// enable). On a PMU error the counts are lost and the virtual counters resume frozen.
-    pub(super) fn switch_in_hw(&mut self, tsc: u64) {
+    /// Switch-in of a task with hardware counters, before its virtual TSC's reading: its events
+    /// are loaded into its counters (other tasks may have used them since), then
+    /// `hwslots::start` (read, enable). The readings, for [`resume_hw`](Self::resume_hw); `None`
+    /// on a PMU error: the counts are lost (the virtual counters then resume frozen).
+    pub(super) fn start_hw(&mut self) -> Option<Vec<u64>> {
         let preset = COUNTER_PRESET.load(Ordering::Relaxed);
-        let (hw, vc) = (&self.hw, &mut self.vc);
+        let hw = &self.hw;
         let result = match injected_fault() {
             Some(e) => Err(e),
             None => crate::counters::with_pmu(|pmu, msr| {
@@ -131,14 +131,25 @@ impl Running {
                         backend.write(msr, s.counter, wrap.wrapping_sub(preset))?;
                     }
                 }
-                hwslots::switch_in(backend, msr, hw, vc, tsc)
+                hwslots::start(backend, msr, hw)
             })
             .unwrap_or(Err(no_pmu())),
         };
-        if let Err(e) = result {
-            self.lose_counts(e);
+        match result {
+            Ok(raw) => Some(raw),
+            Err(e) => {
+                self.lose_counts(e);
+                None
+            }
+        }
+    }
+
+    /// The virtual counters resume at the readings of [`start_hw`](Self::start_hw) and `tsc`.
+    pub(super) fn resume_hw(&mut self, raw: &[u64], tsc: u64) {
+        if let Err(e) = self.vc.resume(raw, tsc) {
+            self.lose_counts(HwError::Counters(e));
             if !self.vc.is_running() {
-                let _ = self.vc.resume(&self.vc.held_readings(), tsc);
+                self.resume_frozen(tsc);
             }
         }
     }

@@ -215,6 +215,10 @@ impl Running {
         let Some(b) = self.bench.as_mut() else {
             return EINVAL;
         };
+        // Samples taken since the counts were lost hold no counts of the group's events.
+        if let Some(lost) = &self.hw_lost {
+            b.lose_counts(lost);
+        }
         match b.add_samples(kind, values, plan) {
             Ok(()) => 0,
             Err(message) => self.refuse(EINVAL, &message),
@@ -227,9 +231,14 @@ impl Running {
             Ok(p) => p,
             Err(e) => return e,
         };
-        let Some(b) = self.bench.take() else {
+        let Some(mut b) = self.bench.take() else {
             return self.refuse(EINVAL, "bench_end outside a benchmark");
         };
+        // Ended early because the counts were lost (the SDK ends a benchmark it cannot finish):
+        // the reason of the group's missing samples.
+        if let Some(lost) = &self.hw_lost {
+            b.lose_counts_if_incomplete(lost, plan);
+        }
         let report = b.finish(plan);
         let (results, unsupported, errors) =
             session::emit_report(self.task.name, &b, plan, &report, &mut Console);
