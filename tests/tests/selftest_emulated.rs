@@ -222,16 +222,15 @@ fn failing_checks(model: PmuModel, defect: &str) -> (BTreeSet<String>, String) {
 
 /// A counter that drops writes (`x-pmu-defect=drop-writes`: event selects and controls work,
 /// counter values do not change when written) fails every check that writes a counter and
-/// reads what it wrote or counts from it.
+/// reads what it wrote or counts from it. `gp-cycles` and `fixed-counters` pass: they are the
+/// first to use their counters, which still hold 0 from reset, so zeroing them changes nothing.
 #[test]
 fn a_pmu_that_drops_counter_writes_fails_the_named_checks() {
     let (failed, listing) = failing_checks(PmuModel::IntelV4, "drop-writes");
     let expected: BTreeSet<String> = [
-        "gp-cycles",
         "gp-instructions",
         "gp-ref-cycles",
         "gp-branches",
-        "fixed-counters",
         "rdpmc-gp",
         "rdpmc-fixed",
         "all-counters",

@@ -11,7 +11,6 @@ use super::{
     take_pending_pmis,
 };
 use crate::pmu::backend::{Counter, CounterSet, PmuError};
-use crate::pmu::intel::top_bit;
 use baremark_hw::cpu;
 use events::event::{EventSelect, Modifiers};
 
@@ -132,7 +131,8 @@ pub(super) fn overflow(ctx: &Ctx) -> Result<Outcome, PmuError> {
             let run = overflow_run(ctx, counter, select, preset, int)?;
             runs += 1;
             values[k] = run.value;
-            let wrapped = run.value < top_bit(width);
+            // Counts are far below 2^(width-1): past the wrap the value is below the preset.
+            let wrapped = run.value < preset;
             let what = if int { "INT set" } else { "INT clear" };
             let count_ok = if exact {
                 selftest::overflow_count_ok(&ctx.caps, run.value, width)
@@ -152,9 +152,12 @@ pub(super) fn overflow(ctx: &Ctx) -> Result<Outcome, PmuError> {
             }
             if run.status.is_some_and(|s| s != wrapped) {
                 problems.add(format_args!(
-                    "{counter} {what}: status bit {} although the counter {} wrapped;",
-                    if wrapped { "clear" } else { "set" },
-                    if wrapped { "" } else { "never" }
+                    "{counter} {what}: {};",
+                    if wrapped {
+                        "status bit clear after the overflow"
+                    } else {
+                        "status bit set, but the counter did not wrap"
+                    }
                 ));
             }
             if run.cleared == Some(false) && !(int && run.pmis.handled == 0) {
