@@ -2,7 +2,7 @@
 //!
 //! PMI delivery: the local APIC's LVTPC entry raises a fixed vector ([`PMI_VECTOR`]), not an NMI.
 //! baremark never needs a sample taken inside interrupt-disabled kernel code (measured code runs in
-//! ring 3 with interrupts enabled, or in the kernel's own selftest with interrupts enabled), and
+//! ring 3 with interrupts enabled; the selftest takes its PMIs in an interrupt window), and
 //! a maskable vector keeps the handler free of NMI re-entrancy: it can take the PMU lock like any
 //! other code. docs/pmu.md explains the choice.
 

@@ -107,3 +107,24 @@ pub fn expect_clean_harness_run(outcome: &RunOutcome) {
     );
     assert_eq!(outcome.records_of("harness_error").count(), 0);
 }
+
+/// As [`boot_emulated`], with extra properties on the QEMU CPU, after the model's (e.g.
+/// `x-pmu-defect=no-pmi`, the emulator's deliberately broken PMU).
+pub fn boot_emulated_cpu_props(
+    firmware: Firmware,
+    config: RunConfig,
+    timeout: Duration,
+    model: baremark::qemu::PmuModel,
+    props: &str,
+) -> RunOutcome {
+    let mut qemu = QemuOptions::new(firmware, Accel::Tcg);
+    qemu.timeout = timeout;
+    qemu.icount = Some(0);
+    qemu.pmu_model = Some(model);
+    qemu.cpu = Some(format!("{},{props}", model.default_cpu()));
+    qemu.binary = Some(
+        baremark::qemu::emulated_pmu_qemu()
+            .unwrap_or_else(|e| panic!("no QEMU with the emulated PMU: {e:#}")),
+    );
+    boot_with(qemu, config)
+}
