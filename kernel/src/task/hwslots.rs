@@ -3,8 +3,9 @@
 //! [`PmuBackend`] trait so it is host-tested on the simulated PMU (`pmu::sim`).
 //!
 //! - [`program`] once per configuration: each slot's event loaded into its counter, stopped;
-//! - [`switch_in`] right before entering ring 3: read each counter (the `start` of the
-//!   virtual counters), then enable them all at once;
+//! - [`start`] right before entering ring 3: read each counter (the `start` of the virtual
+//!   counters, resumed by the runner after its virtual TSC reading), then enable them all at
+//!   once ([`switch_in`] does both steps in one call);
 //! - [`switch_out`] right after coming back: disable them all, then read (`sum += widen(now -
 //!   start)`), so the kernel's own events between two runs are never the task's;
 //! - [`release`] when the task ends or reconfigures;
@@ -198,21 +199,6 @@ fn read_all(
         .collect()
 }
 
-/// Before the task enters ring 3: its virtual counters resume at the counters' current values
-/// (and `tsc`), then the counters start.
-pub fn switch_in(
-    backend: &mut dyn PmuBackend,
-    msr: &mut dyn Msr,
-    slots: &[HwSlot],
-    vc: &mut VirtualCounters,
-    tsc: u64,
-) -> Result<(), HwError> {
-    let raw = read_all(backend, msr, slots)?;
-    vc.resume(&raw, tsc)?;
-    backend.enable(msr, counter_set(slots))?;
-    Ok(())
-}
-
 /// The task runner's switch-in: the slots' counters are read (the virtual counters' resume
 /// readings, returned) and started. The runner resumes the virtual counters with them after
 /// its virtual TSC reading, so the kernel's own switching work is never the task's time.
@@ -224,6 +210,20 @@ pub fn start(
     let raw = read_all(backend, msr, slots)?;
     backend.enable(msr, counter_set(slots))?;
     Ok(raw)
+}
+
+/// [`start`], then the virtual counters resume at its readings and `tsc`: the runner's
+/// switch-in in one call (it takes `tsc` between the two, `task::run::hw`).
+pub fn switch_in(
+    backend: &mut dyn PmuBackend,
+    msr: &mut dyn Msr,
+    slots: &[HwSlot],
+    vc: &mut VirtualCounters,
+    tsc: u64,
+) -> Result<(), HwError> {
+    let raw = start(backend, msr, slots)?;
+    vc.resume(&raw, tsc)?;
+    Ok(())
 }
 
 /// After the task is back from ring 3: the counters stop, then its virtual counters fold what

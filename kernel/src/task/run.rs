@@ -20,16 +20,17 @@
 //!
 //! Each task has [`VirtualCounters`]: the virtual TSC, plus one slot per hardware counter when the
 //! task configured events (`counters_configure`, on a PMU; none on the TSC-only backend). A task
-//! with slots has its events reprogrammed on its GP counters at every switch-in (tasks share the
-//! counters) and `hwslots::switch_in` / `switch_out` around each run; its counters are released
-//! when it ends. The kernel resumes them (RDTSC) right before every entry to ring 3 and suspends
+//! with slots has its events reprogrammed on its counters and started (`hwslots::start`) before
+//! the RDTSC that resumes it, and stopped (`hwslots::switch_out`) after the one that suspends it
+//! (tasks share the counters; `run::hw`); its counters are released when it ends. The kernel resumes them (RDTSC) right before every entry to ring 3 and suspends
 //! them (RDTSC) right after every return from it, whether by SYSCALL, exception or interrupt, and
 //! publishes the counter page after each of the two, so the virtual TSC counts only the time the
 //! task ran in ring 3 plus the kernel's own entry and exit paths between those two RDTSCs and the
 //! privilege switch (a fixed number of instructions per kernel entry), never the time spent serving
 //! a syscall or an interrupt. Round-robin measures that fixed part for an interrupt round trip
-//! ([`calibrate_switch`]) and takes it off at every interrupt exit, so a preempted task reads the
-//! same deltas as an undisturbed one.
+//! ([`calibrate_switch`], once TSC-only and once with every counter of the PMU configured) and
+//! takes it off at every interrupt exit, so a preempted task reads the same deltas as an
+//! undisturbed one.
 //!
 //! # RDPMC
 //!
@@ -146,6 +147,16 @@ fn harness_error(task: Task, bench: Option<&str>, message: &str) {
             .str("message", message)
     });
     say!("bench  {}: {message}", task.name);
+}
+
+/// An `error` record about one task (`source: tasks`); the task goes on.
+fn task_error(task: Task, message: &str) {
+    record("error", |r| {
+        r.str("source", "tasks")
+            .str("task", task.name)
+            .u64("task_index", task.index)
+            .str("message", message)
+    });
 }
 
 /// The `payloads/<name>.elf` member called `name` in `ramdisk`: its name (borrowed from the

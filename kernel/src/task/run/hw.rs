@@ -29,7 +29,6 @@ use alloc::vec::Vec;
 
 use super::super::hwslots::{self, HwError};
 use super::Running;
-use crate::console::record;
 use crate::pmu::backend::PmuError;
 
 /// The run's diagnostic settings for task counters (module docs).
@@ -55,9 +54,12 @@ pub fn set_diagnostics(d: Diagnostics) {
 
 /// The injected failure of this switch-in, if `test_pmu_fault` names it.
 fn injected_fault() -> Option<HwError> {
-    let n = SWITCH_INS.fetch_add(1, Ordering::Relaxed) + 1;
     let at = FAULT_AT.load(Ordering::Relaxed);
-    (at != 0 && n == at).then_some(HwError::Pmu(PmuError::NotSupported(
+    if at == 0 {
+        return None;
+    }
+    let n = SWITCH_INS.fetch_add(1, Ordering::Relaxed) + 1;
+    (n == at).then_some(HwError::Pmu(PmuError::NotSupported(
         "failure injected by run.cfg test_pmu_fault",
     )))
 }
@@ -95,20 +97,14 @@ impl Running {
     fn lose_counts(&mut self, e: HwError) {
         self.release_hw();
         let reason = format!("switching the task's hardware counters failed: {e}");
-        let task = self.task;
-        record("error", |r| {
-            r.str("source", "tasks")
-                .str("task", task.name)
-                .u64("task_index", task.index)
-                .str(
-                    "message",
-                    &format!(
-                        "{reason}: its counts are lost until counters_configure or \
-                         counters_reset; they are reported as not counted"
-                    ),
-                )
-        });
-        crate::say!("task   {}: counts lost: {reason}", task.name);
+        super::task_error(
+            self.task,
+            &format!(
+                "{reason}: its counts are lost until counters_configure or counters_reset; \
+                 they are reported as not counted"
+            ),
+        );
+        crate::say!("task   {}: counts lost: {reason}", self.task.name);
         self.hw_lost = Some(String::from(reason.as_str()));
     }
 

@@ -19,6 +19,7 @@ use super::super::vcounter::MAX_SLOTS;
 use super::{
     BENCHES, Child, ChildState, Console, Ended, HARNESS_ERRORS, NEXT_TASK_INDEX, RDPMC, RESULTS,
     Running, SPAWNED_LIVE, Served, UNSUPPORTED, find_payload, harness_error, load, rdpmc_ecx,
+    task_error,
 };
 use crate::console::record;
 use crate::harness::session::{self, Bench, PLAN_WORDS, RunPlan};
@@ -386,20 +387,15 @@ impl Running {
         if done.add_to_parent
             && hwslots::add_child_counts(&mut self.vc, &self.hw, &done.vc, &done.hw).is_err()
         {
-            let (task, child) = (self.task, done.task);
-            record("error", |r| {
-                r.str("source", "tasks")
-                    .str("task", task.name)
-                    .u64("task_index", task.index)
-                    .str(
-                        "message",
-                        &format!(
-                            "the counts of child {} (task_index {}) were not added: it \
-                             reconfigured its counters (other counters or other events)",
-                            child.name, child.index
-                        ),
-                    )
-            });
+            let child = done.task;
+            task_error(
+                self.task,
+                &format!(
+                    "the counts of child {} (task_index {}) were not added: it reconfigured its \
+                     counters (other counters or other events)",
+                    child.name, child.index
+                ),
+            );
         }
         let Some(at) = self
             .children
