@@ -283,6 +283,8 @@ fn report_boot(facts: &BootFacts, config: &RunConfig, members: usize, tsc_at_ent
                 .u64("reps", u64::from(config.reps))
                 .u64("warmup", u64::from(config.warmup))
                 .str("overhead", config.overhead.name())
+                .u64("counter_preset", config.counter_preset)
+                .u64("test_pmu_fault", u64::from(config.test_pmu_fault))
             })
             .opt_str("framebuffer", facts.framebuffer.map(|_| "present"))
             .opt_u64("rsdp", facts.rsdp)

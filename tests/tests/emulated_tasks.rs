@@ -325,6 +325,10 @@ fn children_s_hardware_counts_are_added_to_the_parent_s() {
 fn a_failed_counter_switch_loses_the_counts_and_says_so() {
     let model = PmuModel::IntelV5;
     let outcome = boot(model, &["test_pmu_fault = 3"], 0);
+    assert_eq!(
+        expect_record(&outcome, "boot").get("config")["test_pmu_fault"],
+        3
+    );
     let v = reported(&outcome);
     assert_eq!(v["lost_page"], "lost", "{v:?}");
     assert_eq!(v["lost_read"], "lost", "{v:?}");
