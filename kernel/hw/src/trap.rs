@@ -101,6 +101,16 @@ global_asm!(
         push rbx
         push rcx
         push rdx
+        // From ring 3 the task's virtual TSC stops here (`user.rs`, "The virtual TSC's
+        // boundary"): the delivery, the stub and these few instructions are all of the entry
+        // path it sees.
+        test byte ptr [rsp + {cs_early}], 3
+        jz baremark_trap_saved_tsc
+        rdtsc
+        shl rdx, 32
+        or rax, rdx
+        mov [rip + {left_tsc}], rax
+    baremark_trap_saved_tsc:
         push rsi
         push rdi
         push rbp
@@ -155,6 +165,8 @@ global_asm!(
     .noaltmacro
     "#,
     dispatch = sym trap_dispatch,
+    left_tsc = sym crate::user::LEFT_TSC,
+    cs_early = const core::mem::offset_of!(TrapFrame, cs) - core::mem::offset_of!(TrapFrame, rdx),
     cs_offset = const core::mem::offset_of!(TrapFrame, cs),
 );
 

@@ -141,6 +141,18 @@ pub struct UserContext {
     trap_vector: u64,
     trap_error_code: u64,
     trap_cr2: u64,
+    // The virtual TSC at the ring-3 boundary (`set_virtual_tsc`; "The virtual TSC's boundary"
+    // in the module docs). Read by the exit assembly: where to publish (the kernel's address
+    // of the counter page, or `VTSC_SINK`), the virtual value to resume from, and the
+    // retry-free reader's window `[lo, lo + span]`.
+    vtsc_page: u64,
+    vtsc_base: u64,
+    vtsc_window_lo: u64,
+    vtsc_window_span: u64,
+    /// The TSC read by the exit assembly right before IRETQ/SYSRETQ.
+    entered_tsc: u64,
+    /// The TSC read by the entry assembly (SYSCALL or trap from ring 3) first thing.
+    left_tsc: u64,
 }
 
 impl UserContext {
@@ -170,7 +182,48 @@ impl UserContext {
             trap_vector: 0,
             trap_error_code: 0,
             trap_cr2: 0,
+            vtsc_page: sink_address(),
+            vtsc_base: 0,
+            vtsc_window_lo: u64::MAX,
+            vtsc_window_span: 0,
+            entered_tsc: 0,
+            left_tsc: 0,
         }
+    }
+
+    /// What the exit assembly publishes for the next run: `Some` while the task's virtual TSC
+    /// counts. It then reads the TSC as the last thing before IRETQ/SYSRETQ (`T`), stores `T`
+    /// at [`VTSC_START_AT`] and `base - T` at [`VTSC_OFFSET_AT`] of the pinned counter page
+    /// (nothing when `page` is `None`), and, when RIP is in the retry-free reader's window,
+    /// puts `base - T` into RSI. `None`: nothing is published and RSI is left alone.
+    pub fn set_virtual_tsc(&mut self, publish: Option<VtscPublish<'_>>) {
+        match publish {
+            Some(p) => {
+                self.vtsc_page = p.page.map_or(sink_address(), |pin| pin.frame_virt);
+                self.vtsc_base = p.base;
+                (self.vtsc_window_lo, self.vtsc_window_span) = match p.window {
+                    Some((lo, hi)) if lo <= hi => (lo, hi - lo),
+                    _ => (u64::MAX, 0),
+                };
+            }
+            None => {
+                self.vtsc_page = sink_address();
+                self.vtsc_window_lo = u64::MAX;
+                self.vtsc_window_span = 0;
+            }
+        }
+    }
+
+    /// The TSC at the last entry into ring 3 (the exit assembly's reading before IRETQ or
+    /// SYSRETQ): where the task's virtual TSC started counting.
+    pub fn entered_tsc(&self) -> u64 {
+        self.entered_tsc
+    }
+
+    /// The TSC at the last return from ring 3 (the entry assembly's first reading after
+    /// SYSCALL, or after a trap's frame is saved): where the task's virtual TSC stopped.
+    pub fn left_tsc(&self) -> u64 {
+        self.left_tsc
     }
 
     /// Moves the task to another address space.
@@ -182,6 +235,35 @@ impl UserContext {
     pub fn cr3(&self) -> u64 {
         self.cr3
     }
+}
+
+/// Offset in the counter page of the virtual TSC slot's `start` (the kernel's `user_page`
+/// layout: the TSC slot at 32, `start` 16 into it; checked there).
+pub const VTSC_START_AT: u64 = 48;
+/// Offset in the counter page of `tsc_offset` (the same layout; checked there).
+pub const VTSC_OFFSET_AT: u64 = 584;
+
+/// The virtual TSC's boundary values for [`UserContext::set_virtual_tsc`].
+#[derive(Clone, Copy, Debug)]
+pub struct VtscPublish<'a> {
+    /// The task's counter page (`None`: it has none).
+    pub page: Option<&'a PinnedPage>,
+    /// The virtual TSC when the task resumes.
+    pub base: u64,
+    /// The retry-free reader's window `[lo, hi]` (`None`: not registered).
+    pub window: Option<(u64, u64)>,
+}
+
+/// Where the exit assembly publishes when there is no page to publish to: a page-sized sink
+/// nothing reads, so the assembly needs no branch.
+#[repr(C, align(4096))]
+struct Sink(core::cell::UnsafeCell<[u8; PAGE_SIZE as usize]>);
+// SAFETY: only the exit assembly writes it (one CPU, interrupts off), and nothing reads it.
+unsafe impl Sync for Sink {}
+static VTSC_SINK: Sink = Sink(core::cell::UnsafeCell::new([0; PAGE_SIZE as usize]));
+
+fn sink_address() -> u64 {
+    VTSC_SINK.0.get() as u64
 }
 
 /// How control came back from ring 3.
@@ -228,6 +310,9 @@ const EXIT_TRAP: u64 = 2;
 static KERNEL_RSP: AtomicU64 = AtomicU64::new(0);
 /// The user RSP between SYSCALL and its store into the context (one CPU: no per-CPU area).
 static USER_RSP_SCRATCH: AtomicU64 = AtomicU64::new(0);
+/// The TSC the entry paths read first thing after SYSCALL or a trap from ring 3 (`trap.rs`
+/// writes it too); `run` copies it into the context.
+pub(crate) static LEFT_TSC: AtomicU64 = AtomicU64::new(0);
 /// Entries into ring 3 by IRETQ and by SYSRETQ, since boot.
 static IRETQ_ENTRIES: AtomicU64 = AtomicU64::new(0);
 static SYSRETQ_ENTRIES: AtomicU64 = AtomicU64::new(0);
@@ -258,6 +343,28 @@ global_asm!(
     r#"
     .section .text.baremark_user, "ax"
 
+    // The virtual TSC's boundary on the way into ring 3 (module docs): RDI = the context,
+    // every register but RAX, RDX and RDI already the task's. The TSC read here is the last
+    // thing the kernel does before IRETQ/SYSRETQ; what follows it (the 12 instructions
+    // below, three or four loads and the return instruction) is all of the exit path the task's virtual TSC
+    // sees. Branch-free: the same count whether or not the fix-up applies.
+    .macro BAREMARK_VTSC_PUBLISH
+        rdtsc
+        shl rdx, 32
+        or rax, rdx
+        mov [rdi + {entered_tsc}], rax
+        mov rdx, [rdi + {vtsc_page}]
+        mov [rdx + {vtsc_start_at}], rax
+        neg rax
+        add rax, [rdi + {vtsc_base}]
+        mov [rdx + {vtsc_offset_at}], rax
+        // The retry-free reader's fix-up: RIP in [lo, lo + span] -> RSI = the new offset.
+        mov rdx, [rdi + {rip}]
+        sub rdx, [rdi + {vtsc_window_lo}]
+        cmp rdx, [rdi + {vtsc_window_span}]
+        cmovbe rsi, rax
+    .endm
+
     // u64 baremark_user_run(UserContext *ctx /* rdi */, u64 *tss_rsp0 /* rsi */,
     //                       u64 use_sysret /* rdx */): EXIT_SYSCALL or EXIT_TRAP
     .global baremark_user_run
@@ -286,10 +393,8 @@ global_asm!(
         push qword ptr [rdi + {rflags}]
         push {user_cs}
         push qword ptr [rdi + {rip}]
-        mov rax, [rdi + {rax}]
         mov rbx, [rdi + {rbx}]
         mov rcx, [rdi + {rcx}]
-        mov rdx, [rdi + {rdx}]
         mov rsi, [rdi + {rsi}]
         mov rbp, [rdi + {rbp}]
         mov r8, [rdi + {r8}]
@@ -300,6 +405,9 @@ global_asm!(
         mov r13, [rdi + {r13}]
         mov r14, [rdi + {r14}]
         mov r15, [rdi + {r15}]
+        BAREMARK_VTSC_PUBLISH
+        mov rax, [rdi + {rax}]
+        mov rdx, [rdi + {rdx}]
         mov rdi, [rdi + {rdi}]
         iretq
 
@@ -308,10 +416,7 @@ global_asm!(
         // user stack in ring 0 between loading RSP and SYSRETQ; an NMI uses its IST stack.
         mov rcx, [rdi + {rip}]
         mov r11, [rdi + {rflags}]
-        mov rsp, [rdi + {rsp}]
-        mov rax, [rdi + {rax}]
         mov rbx, [rdi + {rbx}]
-        mov rdx, [rdi + {rdx}]
         mov rsi, [rdi + {rsi}]
         mov rbp, [rdi + {rbp}]
         mov r8, [rdi + {r8}]
@@ -321,6 +426,10 @@ global_asm!(
         mov r13, [rdi + {r13}]
         mov r14, [rdi + {r14}]
         mov r15, [rdi + {r15}]
+        BAREMARK_VTSC_PUBLISH
+        mov rsp, [rdi + {rsp}]
+        mov rax, [rdi + {rax}]
+        mov rdx, [rdi + {rdx}]
         mov rdi, [rdi + {rdi}]
         sysretq
 
@@ -331,6 +440,14 @@ global_asm!(
         mov [rip + {user_rsp_scratch}], rsp
         mov rsp, [rip + {kernel_rsp}]
         push rax
+        push rdx
+        // The task's virtual TSC stops here: the SYSCALL and these four instructions are all
+        // of the entry path it sees.
+        rdtsc
+        shl rdx, 32
+        or rax, rdx
+        mov [rip + {left_tsc}], rax
+        pop rdx
         mov rax, [rsp + 8]
         mov [rax + {rbx}], rbx
         mov [rax + {rcx}], rcx
@@ -380,6 +497,14 @@ global_asm!(
     "#,
     kernel_rsp = sym KERNEL_RSP,
     user_rsp_scratch = sym USER_RSP_SCRATCH,
+    left_tsc = sym LEFT_TSC,
+    entered_tsc = const offset_of!(UserContext, entered_tsc),
+    vtsc_page = const offset_of!(UserContext, vtsc_page),
+    vtsc_base = const offset_of!(UserContext, vtsc_base),
+    vtsc_window_lo = const offset_of!(UserContext, vtsc_window_lo),
+    vtsc_window_span = const offset_of!(UserContext, vtsc_window_span),
+    vtsc_start_at = const VTSC_START_AT,
+    vtsc_offset_at = const VTSC_OFFSET_AT,
     user_ss = const USER_DATA_SELECTOR,
     user_cs = const USER_CODE_SELECTOR,
     kernel_ss = const KERNEL_DATA_SELECTOR,
@@ -459,6 +584,7 @@ pub fn run(ctx: &mut UserContext) -> Exit {
     let exit =
         unsafe { baremark_user_run(ptr, crate::gdt::ring0_stack_slot(), u64::from(use_sysret)) };
     CURRENT.store(core::ptr::null_mut(), Ordering::Relaxed);
+    ctx.left_tsc = LEFT_TSC.load(Ordering::Relaxed);
     if exit == EXIT_SYSCALL {
         Exit::Syscall
     } else {

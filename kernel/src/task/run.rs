@@ -61,7 +61,7 @@ use super::abi::{ENOENT, STACK_PAGES, STACK_TOP, USER_PAGE_ADDR};
 use super::elf::{self, Limits, LoadPlan};
 use super::hwslots::{self, HwSlot};
 use super::ring3::{self, Task, report_fault};
-use super::user_page::{self, UserPage};
+use super::user_page::UserPage;
 use super::vcounter::{MAX_SLOTS, VirtualCounters};
 use crate::console::record;
 use crate::pmu::backend::Counter;
@@ -1016,12 +1016,32 @@ impl Running {
             let _ = self.vc.resume(&[], resumed);
         }
         self.publish_pieces();
-        // The retry-free reader's fix-up (same cost whether it applies or not).
-        self.ctx.rsi =
-            user_page::fix_up_offset(self.ctx.rip, self.read_window, self.ctx.rsi, &self.page);
+        // The virtual TSC's boundary: the exit assembly reads the TSC last thing before ring 3
+        // and publishes the offset from it (and does the retry-free reader's fix-up), the
+        // entry assembly reads it first thing back, so the kernel's work around the run is
+        // never the task's time (`hw::user` module docs).
+        let vtsc_running = counting && self.vc.is_running();
+        let base = self.vc.values().tsc;
+        let window = (self.read_window.0 != u64::MAX).then_some(self.read_window);
+        let page = self.page_pin;
+        self.ctx
+            .set_virtual_tsc(vtsc_running.then_some(user::VtscPublish {
+                page: page.as_ref(),
+                base,
+                window,
+            }));
         let before = user::entry_counts();
         let exit = user::run(&mut self.ctx);
-        let mut now = hwcpu::rdtsc();
+        let resumed = if vtsc_running {
+            let entered = self.ctx.entered_tsc();
+            let _ = self.vc.restart_tsc(entered);
+            self.page.tsc.start = entered;
+            self.page.tsc_offset = base.wrapping_sub(entered);
+            entered
+        } else {
+            resumed
+        };
+        let mut now = self.ctx.left_tsc();
         if pce {
             hwcpu::set_user_rdpmc(false);
         }

@@ -137,6 +137,16 @@ pub const SEQ_AT: usize = 8;
 pub const TSC_AT: usize = 32;
 pub const SLOTS_AT: usize = 64;
 pub const TAIL_AT: usize = 576;
+// The exit assembly writes the virtual TSC slot's `start` and `tsc_offset` itself (`hw::user`,
+// "The virtual TSC's boundary"): its offsets must be this layout's.
+#[cfg(target_os = "none")]
+const _: () = assert!(
+    baremark_hw::user::VTSC_START_AT as usize == TSC_AT + core::mem::offset_of!(PageSlot, start)
+);
+#[cfg(target_os = "none")]
+const _: () = assert!(
+    baremark_hw::user::VTSC_OFFSET_AT as usize == core::mem::offset_of!(UserPage, tsc_offset)
+);
 /// Attempts of the host reader [`read`] before it reports [`ReadError::Unstable`].
 pub const READ_RETRIES: u32 = 16;
 
@@ -492,9 +502,11 @@ pub fn read_tsc_exact(page: &UserPage, loaded_offset: u64, raw: u64) -> u64 {
     (raw & page.tsc_mask).wrapping_add(loaded_offset)
 }
 
-/// The kernel's fix-up before resuming a task (module docs): the register the retry-free reader
-/// loaded `tsc_offset` into gets the published value when `rip` is inside `[lo, hi]`, else stays.
-/// Branch-free, so its cost does not depend on where the task was interrupted.
+/// The fix-up when a task resumes (module docs): the register the retry-free reader loaded
+/// `tsc_offset` into gets the published value when `rip` is inside `[lo, hi]`, else stays.
+/// The kernel does it in the exit assembly (`hw::user`, `BAREMARK_VTSC_PUBLISH`: the offset is
+/// only known after its last TSC reading), with the same branch-free comparison; this is the
+/// reference the host tests check the protocol with.
 pub fn fix_up_offset(rip: u64, window: (u64, u64), register: u64, page: &UserPage) -> u64 {
     let (lo, hi) = window;
     let inside = rip.wrapping_sub(lo) <= hi.wrapping_sub(lo);

@@ -342,6 +342,17 @@ impl VirtualCounters {
         Ok(())
     }
 
+    /// Moves the running virtual TSC's starting point to `tsc`: [`resume`](Self::resume) is
+    /// given a provisional reading, and the run really starts at the TSC the exit assembly
+    /// reads right before entering ring 3 (`hw::user`, "The virtual TSC's boundary").
+    pub fn restart_tsc(&mut self, tsc: u64) -> Result<(), VcError> {
+        if !self.running {
+            return Err(VcError::NotRunning);
+        }
+        self.tsc.start = tsc;
+        Ok(())
+    }
+
     /// Folds the events since the last reading into the sums and makes `raw` / `tsc` the new
     /// starting point.
     fn fold(&mut self, raw: &[u64], tsc: u64) {
