@@ -61,7 +61,7 @@ use super::abi::{ENOENT, STACK_PAGES, STACK_TOP, USER_PAGE_ADDR};
 use super::elf::{self, Limits, LoadPlan};
 use super::hwslots::{self, HwSlot};
 use super::ring3::{self, Task, report_fault};
-use super::user_page::UserPage;
+use super::user_page::{self, UserPage};
 use super::vcounter::{MAX_SLOTS, VirtualCounters};
 use crate::console::record;
 use crate::pmu::backend::Counter;
@@ -684,6 +684,10 @@ struct Running {
     /// docs): resumed with RIP inside it, the task gets RSI = the published `tsc_offset`.
     /// `(u64::MAX, u64::MAX)`: none (no canonical RIP is there).
     read_window: (u64, u64),
+    /// The retry-free slot reader's window `[lo, hi]` and abort address (`read_window` kind 1;
+    /// `user_page` module docs, "The retry-free slot read"). `(u64::MAX, u64::MAX)`: none.
+    slot_window: (u64, u64),
+    slot_abort: u64,
     /// The run's harness settings (`None`: the calibration task).
     harness: Option<&'static RunPlan>,
     /// The whole counter page was written once (after that, a switch writes only pieces).
@@ -780,6 +784,8 @@ impl Running {
             hw_rdpmc: Vec::new(),
             hw_lost: None,
             read_window: (u64::MAX, u64::MAX),
+            slot_window: (u64::MAX, u64::MAX),
+            slot_abort: 0,
             harness: None,
             page_written: false,
             page_pin,
@@ -1016,6 +1022,16 @@ impl Running {
             let _ = self.vc.resume(&[], resumed);
         }
         self.publish_pieces();
+        // The slot reader's fix-up (kernel time: its values do not depend on the entry's TSC).
+        if let Some((base, start, ecx)) = user_page::fix_up_slot_reader(
+            self.ctx.rip,
+            self.slot_window,
+            self.ctx.rdi,
+            USER_PAGE_ADDR,
+            &self.page,
+        ) {
+            (self.ctx.rsi, self.ctx.r8, self.ctx.rcx) = (base, start, ecx);
+        }
         // The virtual TSC's boundary: the exit assembly reads the TSC last thing before ring 3
         // and publishes the offset from it (and does the retry-free reader's fix-up), the
         // entry assembly reads it first thing back, so the kernel's work around the run is

@@ -33,7 +33,7 @@
 //! | 4      | 4    | `width`    | counter width in bits (1..=64; 64 for the TSC)                  |
 //! | 8      | 8    | `base`     | the 64-bit virtual value at the last update                     |
 //! | 16     | 8    | `start`    | the raw counter (RDTSC) reading at the last update, masked to the width; meaningful only when `index != 0` |
-//! | 24     | 8    | `reserved` | 0                                                               |
+//! | 24     | 8    | `mask`     | `2^width - 1` (all ones for the TSC): the retry-free slot reader's `((raw - start) & mask) + base`; 0 in unused slots |
 //!
 //! # Reading (ring 3)
 //!
@@ -93,6 +93,27 @@
 //! `counters_start` / `counters_stop` change it). The fix-up is branch-free, so it costs the same
 //! number of instructions whether it applies or not, and the preemption compensation (a constant)
 //! stays exact.
+//!
+//! # The retry-free slot read
+//!
+//! Hardware slots have the same kind of reader (the SDK's `baremark_read_slot`, RDI = the slot):
+//!
+//! ```text
+//!         mov rsi, [slot + 8]        ; base
+//! lo:     mov r8, [slot + 16]        ; start
+//!         mov ecx, [slot + 0]        ; index
+//!         dec ecx                    ; RDPMC ECX; all ones when index is 0
+//! hi:     rdpmc
+//!         ((edx:eax - r8) & [slot + 24]) + rsi
+//! ```
+//!
+//! registered with `read_window(lo, hi, 1, abort)`. Resumed with RIP in `[lo, hi]`, the task
+//! gets RSI, R8 and RCX from the slot as just published ([`fix_up_slot_reader`]; a switch
+//! changes `base` and `start`, and a slot can become unreadable). A slot that is not readable
+//! now (switched out, stopped, counts lost) has index 0, so the reader's RDPMC faults with ECX
+//! all ones; the kernel then resumes the task at `abort` instead of reporting a fault, and the
+//! SDK's abort path asks `counters_read`. So the fast path has no branch: eleven instructions
+//! and the call.
 //!
 //! # Why not perf's `offset + sign_extend(raw)`
 //!
@@ -162,8 +183,9 @@ pub struct PageSlot {
     pub base: u64,
     /// The raw reading at the last update (masked to the width).
     pub start: u64,
-    /// Zero.
-    pub reserved: u64,
+    /// `2^width - 1` (all ones for 64 bits): the retry-free slot reader computes
+    /// `((raw - start) & mask) + base` (the `widen` below, without shifts).
+    pub mask: u64,
 }
 
 impl PageSlot {
@@ -174,8 +196,17 @@ impl PageSlot {
         out[4..8].copy_from_slice(&self.width.to_le_bytes());
         out[8..16].copy_from_slice(&self.base.to_le_bytes());
         out[16..24].copy_from_slice(&self.start.to_le_bytes());
-        out[24..32].copy_from_slice(&self.reserved.to_le_bytes());
+        out[24..32].copy_from_slice(&self.mask.to_le_bytes());
         out
+    }
+}
+
+/// `2^width - 1`, all ones for 64 bits and more.
+pub const fn width_mask(width: u8) -> u64 {
+    if width >= 64 {
+        u64::MAX
+    } else {
+        (1u64 << width) - 1
     }
 }
 
@@ -219,7 +250,7 @@ impl UserPage {
             width: 0,
             base: 0,
             start: 0,
-            reserved: 0,
+            mask: 0,
         };
         UserPage {
             magic: MAGIC,
@@ -276,7 +307,7 @@ impl UserPage {
             width: 64,
             base: tsc.sum,
             start: tsc.start,
-            reserved: 0,
+            mask: u64::MAX,
         };
         (self.tsc_offset, self.tsc_mask) = if running {
             (tsc.sum.wrapping_sub(tsc.start), u64::MAX)
@@ -300,7 +331,7 @@ impl UserPage {
                     width: u32::from(s.width),
                     base: s.sum,
                     start: s.start,
-                    reserved: 0,
+                    mask: width_mask(s.width),
                 },
                 None => PageSlot::default(),
             };
@@ -513,6 +544,38 @@ pub fn fix_up_offset(rip: u64, window: (u64, u64), register: u64, page: &UserPag
     core::hint::select_unpredictable(inside, page.tsc_offset, register)
 }
 
+/// The retry-free slot reader's value from what it loaded (`base`, `start`) and its RDPMC
+/// reading (module docs, "The retry-free slot read"): `((raw - start) & mask) + base`, which is
+/// `base + widen(start, raw, width)`.
+pub fn read_slot_exact(slot: &PageSlot, base: u64, start: u64, raw: u64) -> u64 {
+    (raw.wrapping_sub(start) & slot.mask).wrapping_add(base)
+}
+
+/// The registers the slot reader gets when the task resumes inside its window (module docs):
+/// `(rsi, r8, rcx)` = the slot's current `base`, `start` and RDPMC ECX (`index - 1`: all ones
+/// when the slot is not readable now, so the reader's RDPMC faults and the kernel sends it to
+/// its abort path). `None`: RIP is outside `[lo, hi]`, or RDI does not point at a configured
+/// slot of the page at `page_addr` (the reader was called wrongly; nothing is changed).
+pub fn fix_up_slot_reader(
+    rip: u64,
+    window: (u64, u64),
+    rdi: u64,
+    page_addr: u64,
+    page: &UserPage,
+) -> Option<(u64, u64, u64)> {
+    let (lo, hi) = window;
+    if rip.wrapping_sub(lo) > hi.wrapping_sub(lo) {
+        return None;
+    }
+    let at = rdi.checked_sub(page_addr + SLOTS_AT as u64)?;
+    let i = usize::try_from(at / 32).ok()?;
+    if !at.is_multiple_of(32) || i >= (page.nr_slots as usize).min(MAX_SLOTS) {
+        return None;
+    }
+    let slot = &page.slots[i];
+    Some((slot.base, slot.start, u64::from(slot.index.wrapping_sub(1))))
+}
+
 #[cfg(test)]
 mod tests {
     use core::cell::Cell;
@@ -565,7 +628,7 @@ mod tests {
         assert_eq!(offset_of!(PageSlot, width), 4);
         assert_eq!(offset_of!(PageSlot, base), 8);
         assert_eq!(offset_of!(PageSlot, start), 16);
-        assert_eq!(offset_of!(PageSlot, reserved), 24);
+        assert_eq!(offset_of!(PageSlot, mask), 24);
         assert_eq!(MAGIC.to_le_bytes(), *b"BMVC");
         let page = UserPage::new();
         assert!(page.is_valid());
@@ -675,7 +738,7 @@ mod tests {
             width: 64,
             base: 0x1111,
             start: 0x2222,
-            reserved: 0,
+            mask: u64::MAX,
         };
         page.slots[15].base = 0x3333;
         let b = page.to_bytes();

@@ -147,6 +147,182 @@ pub fn empty() -> Body {
     unsafe { core::mem::transmute::<unsafe extern "C" fn(u64, u64), Body>(baremark_empty_body) }
 }
 
+/// What one measured region reads and runs (the assembly below reads it by offset).
+#[cfg(target_os = "none")]
+#[repr(C)]
+struct Region {
+    page: u64,
+    body: u64,
+    n: u64,
+    arg: u64,
+    nslots: u64,
+    /// Memory mode: the readings before the body (`[tsc, interrupts, slots..]`).
+    before: *mut u64,
+    /// Memory mode: the readings after it. Registers mode: the deltas (the interrupt count
+    /// raw, its reading before is `interrupts_before`).
+    after: *mut u64,
+    interrupts_before: u64,
+}
+
+/// Most counter slots the registers mode keeps in registers (R13-R15; R12 holds the TSC).
+#[cfg(target_os = "none")]
+const REGISTER_SLOTS: usize = 3;
+
+// The measured region (docs/harness.md, "The region"). Order: the interrupt count, the counter
+// slots 0..k, the virtual TSC, the body, the virtual TSC, the slots k..0, the interrupt count;
+// so each counter's window holds the others' reads symmetrically, and the virtual TSC's holds
+// only its own reader's tail, the call of the body and the head of its second read. Every read
+// is a retry-free reader (`counters` module): a preemption anywhere costs nothing.
+//
+// Registers mode (up to 3 slots, in the manner of nanoBench's `-no_mem`): the readings before
+// the body stay in callee-saved registers and the deltas are formed in them, so the
+// measurement code stores nothing to memory between the first and the last read. Memory mode
+// (more slots): the readings go to two arrays.
+#[cfg(target_os = "none")]
+core::arch::global_asm!(
+    ".pushsection .text.baremark_region, \"ax\", @progbits",
+    ".macro BAREMARK_REGION_SLOT_BEFORE i, reg",
+    "    lea rdi, [rbp + {slots} + 32 * \\i]",
+    "    call baremark_read_slot",
+    "    mov \\reg, rax",
+    ".endm",
+    ".macro BAREMARK_REGION_SLOT_AFTER i, reg",
+    "    lea rdi, [rbp + {slots} + 32 * \\i]",
+    "    call baremark_read_slot",
+    "    sub rax, \\reg",
+    "    mov \\reg, rax",
+    ".endm",
+    ".macro BAREMARK_REGION_PROLOGUE",
+    "    push rbp",
+    "    push rbx",
+    "    push r12",
+    "    push r13",
+    "    push r14",
+    "    push r15",
+    "    sub rsp, 8",
+    "    mov rbx, rdi",
+    "    mov rbp, [rbx + {page}]",
+    ".endm",
+    ".macro BAREMARK_REGION_EPILOGUE",
+    "    add rsp, 8",
+    "    pop r15",
+    "    pop r14",
+    "    pop r13",
+    "    pop r12",
+    "    pop rbx",
+    "    pop rbp",
+    "    ret",
+    ".endm",
+    ".macro BAREMARK_REGION_BODY",
+    "    mov rdi, rbp",
+    "    call baremark_read_vtsc",
+    "    mov r12, rax",
+    "    mov rdi, [rbx + {n}]",
+    "    mov rsi, [rbx + {arg}]",
+    "    call qword ptr [rbx + {body}]",
+    "    mov rdi, rbp",
+    "    call baremark_read_vtsc",
+    ".endm",
+    ".macro BAREMARK_REGION_REGS k",
+    ".global baremark_region_regs_\\k",
+    "baremark_region_regs_\\k:",
+    "    BAREMARK_REGION_PROLOGUE",
+    "    mov rax, [rbp + {interrupts}]",
+    "    mov [rbx + {interrupts_before}], rax",
+    "    .if \\k >= 1",
+    "    BAREMARK_REGION_SLOT_BEFORE 0, r13",
+    "    .endif",
+    "    .if \\k >= 2",
+    "    BAREMARK_REGION_SLOT_BEFORE 1, r14",
+    "    .endif",
+    "    .if \\k >= 3",
+    "    BAREMARK_REGION_SLOT_BEFORE 2, r15",
+    "    .endif",
+    "    BAREMARK_REGION_BODY",
+    "    sub rax, r12",
+    "    mov r12, rax",
+    "    .if \\k >= 3",
+    "    BAREMARK_REGION_SLOT_AFTER 2, r15",
+    "    .endif",
+    "    .if \\k >= 2",
+    "    BAREMARK_REGION_SLOT_AFTER 1, r14",
+    "    .endif",
+    "    .if \\k >= 1",
+    "    BAREMARK_REGION_SLOT_AFTER 0, r13",
+    "    .endif",
+    "    mov rax, [rbp + {interrupts}]",
+    "    mov rdi, [rbx + {after}]",
+    "    mov [rdi], r12",
+    "    mov [rdi + 8], rax",
+    "    mov [rdi + 16], r13",
+    "    mov [rdi + 24], r14",
+    "    mov [rdi + 32], r15",
+    "    BAREMARK_REGION_EPILOGUE",
+    ".endm",
+    "BAREMARK_REGION_REGS 0",
+    "BAREMARK_REGION_REGS 1",
+    "BAREMARK_REGION_REGS 2",
+    "BAREMARK_REGION_REGS 3",
+    ".global baremark_region_memory",
+    "baremark_region_memory:",
+    "    BAREMARK_REGION_PROLOGUE",
+    "    mov r12, [rbx + {before}]",
+    "    mov r15, [rbx + {nslots}]",
+    "    mov rax, [rbp + {interrupts}]",
+    "    mov [r12 + 8], rax",
+    "    xor r13d, r13d",
+    "    lea r14, [rbp + {slots}]",
+    "2:  cmp r13, r15",
+    "    jae 3f",
+    "    mov rdi, r14",
+    "    call baremark_read_slot",
+    "    mov [r12 + 16 + 8 * r13], rax",
+    "    add r14, 32",
+    "    inc r13",
+    "    jmp 2b",
+    "3:  mov rdi, rbp",
+    "    call baremark_read_vtsc",
+    "    mov [r12], rax",
+    "    mov rdi, [rbx + {n}]",
+    "    mov rsi, [rbx + {arg}]",
+    "    call qword ptr [rbx + {body}]",
+    "    mov rdi, rbp",
+    "    call baremark_read_vtsc",
+    "    mov r12, [rbx + {after}]",
+    "    mov [r12], rax",
+    "4:  test r13, r13",
+    "    jz 5f",
+    "    dec r13",
+    "    sub r14, 32",
+    "    mov rdi, r14",
+    "    call baremark_read_slot",
+    "    mov [r12 + 16 + 8 * r13], rax",
+    "    jmp 4b",
+    "5:  mov rax, [rbp + {interrupts}]",
+    "    mov [r12 + 8], rax",
+    "    BAREMARK_REGION_EPILOGUE",
+    ".popsection",
+    slots = const crate::page::SLOTS_OFFSET,
+    interrupts = const crate::page::INTERRUPTS_OFFSET,
+    page = const core::mem::offset_of!(Region, page),
+    body = const core::mem::offset_of!(Region, body),
+    n = const core::mem::offset_of!(Region, n),
+    arg = const core::mem::offset_of!(Region, arg),
+    nslots = const core::mem::offset_of!(Region, nslots),
+    before = const core::mem::offset_of!(Region, before),
+    after = const core::mem::offset_of!(Region, after),
+    interrupts_before = const core::mem::offset_of!(Region, interrupts_before),
+);
+
+#[cfg(target_os = "none")]
+unsafe extern "C" {
+    fn baremark_region_regs_0(r: *mut Region);
+    fn baremark_region_regs_1(r: *mut Region);
+    fn baremark_region_regs_2(r: *mut Region);
+    fn baremark_region_regs_3(r: *mut Region);
+    fn baremark_region_memory(r: *mut Region);
+}
+
 #[cfg(target_os = "none")]
 pub use imp::*;
 
@@ -180,10 +356,72 @@ mod imp {
     }
 
     /// `warmup + reps` repetitions of `body(n, arg)` back to back; the measured ones' deltas
-    /// go into `out` (`reps` rows of `stride` words). Not inlined: every kind runs this same
-    /// code, so the empty region measures exactly the path around the body.
+    /// go into `out` (`reps` rows of `stride` words). Every kind runs this same code, so the
+    /// empty region measures exactly the path around the body.
     #[inline(never)]
     fn repeat(
+        body: Body,
+        n: u64,
+        arg: u64,
+        warmup: u64,
+        reps: u64,
+        stride: usize,
+        out: &mut [u64],
+    ) -> Result<(), Error> {
+        if !counters::retry_free() {
+            return repeat_seqlock(body, n, arg, warmup, reps, stride, out);
+        }
+        let page = counters::page().ok_or(Error::NoEnt)?;
+        let slots = stride - 2;
+        let mut before = [0u64; MAX_STRIDE];
+        let mut after = [0u64; MAX_STRIDE];
+        let mut region = Region {
+            page,
+            body: body as usize as u64,
+            n,
+            arg,
+            nslots: slots as u64,
+            before: before.as_mut_ptr(),
+            after: after.as_mut_ptr(),
+            interrupts_before: 0,
+        };
+        let in_registers = slots <= REGISTER_SLOTS;
+        for r in 0..warmup + reps {
+            // SAFETY: `region` names the checked counter page (its `nslots` slots configured:
+            // `stride` came from `bench_group`), a body with the `Body` ABI, and two buffers of
+            // `MAX_STRIDE` words; the assembly follows the C ABI.
+            unsafe {
+                match slots {
+                    0 => baremark_region_regs_0(&mut region),
+                    1 => baremark_region_regs_1(&mut region),
+                    2 => baremark_region_regs_2(&mut region),
+                    3 => baremark_region_regs_3(&mut region),
+                    _ => baremark_region_memory(&mut region),
+                }
+            }
+            if r >= warmup {
+                let row = &mut out[(r - warmup) as usize * stride..][..stride];
+                if in_registers {
+                    // The assembly left the deltas (the interrupt count raw).
+                    row.copy_from_slice(&after[..stride]);
+                    row[1] = after[1].wrapping_sub(region.interrupts_before);
+                } else {
+                    for i in 0..stride {
+                        row[i] = after[i].wrapping_sub(before[i]);
+                    }
+                }
+            }
+        }
+        if counters::slot_read_failed() {
+            return Err(Error::Counters);
+        }
+        Ok(())
+    }
+
+    /// [`repeat`] for a kernel that did not take the retry-free readers' windows: seqlock
+    /// snapshots of the page around the body.
+    #[inline(never)]
+    fn repeat_seqlock(
         body: Body,
         n: u64,
         arg: u64,

@@ -38,6 +38,9 @@ pub mod nr {
     pub const TIME: u64 = 11;
     pub const USER_PAGE: u64 = 12;
     pub const READ_WINDOW: u64 = 13;
+    /// `read_window` kinds: the virtual TSC reader, the slot reader.
+    pub const READ_WINDOW_TSC: u64 = 0;
+    pub const READ_WINDOW_SLOT: u64 = 1;
     pub const BENCH_PLAN: u64 = 14;
     pub const BENCH_BEGIN: u64 = 15;
     pub const BENCH_GROUP: u64 = 16;
@@ -113,6 +116,8 @@ pub mod page {
     pub const SLOT_WIDTH_OFFSET: usize = 4;
     pub const SLOT_BASE_OFFSET: usize = 8;
     pub const SLOT_START_OFFSET: usize = 16;
+    /// `2^width - 1` (u64): the retry-free slot reader's mask.
+    pub const SLOT_MASK_OFFSET: usize = 24;
 
     /// The RDPMC index (ECX) the kernel's emulation answers with the task's virtual TSC
     /// (docs/syscall-abi.md).

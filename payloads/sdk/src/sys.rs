@@ -226,10 +226,103 @@ pub mod counters {
         mask = const TSC_MASK_OFFSET,
     );
 
+    // The retry-free slot reader (kernel/src/task/user_page.rs, "The retry-free slot read"):
+    // RDI = the slot. Resumed inside `[window_lo, window_hi]`, the task gets RSI, R8 and RCX
+    // from the slot as the kernel just published it. A slot not readable now has index 0: ECX
+    // becomes all ones, RDPMC faults, and the kernel resumes the task at the abort path, which
+    // asks `counters_read` (`read_slot_slow`). No branch on the fast path.
+    core::arch::global_asm!(
+        ".pushsection .text.baremark_read_slot, \"ax\", @progbits",
+        ".global baremark_read_slot",
+        ".global baremark_read_slot_window_lo",
+        ".global baremark_read_slot_window_hi",
+        ".global baremark_read_slot_abort",
+        "baremark_read_slot:",
+        "    mov rsi, [rdi + {base}]",
+        "baremark_read_slot_window_lo:",
+        "    mov r8, [rdi + {start}]",
+        "    mov ecx, [rdi + {index}]",
+        "    dec ecx",
+        "baremark_read_slot_window_hi:",
+        "    rdpmc",
+        "    shl rdx, 32",
+        "    or rax, rdx",
+        "    sub rax, r8",
+        "    and rax, [rdi + {mask}]",
+        "    add rax, rsi",
+        "    ret",
+        "baremark_read_slot_abort:",
+        "    jmp {slow}",
+        ".popsection",
+        base = const SLOT_BASE_OFFSET,
+        start = const SLOT_START_OFFSET,
+        index = const SLOT_INDEX_OFFSET,
+        mask = const SLOT_MASK_OFFSET,
+        slow = sym read_slot_slow,
+    );
+
     unsafe extern "C" {
         fn baremark_read_vtsc(page: u64) -> u64;
         static baremark_read_vtsc_window_lo: u8;
         static baremark_read_vtsc_window_hi: u8;
+        fn baremark_read_slot(slot: u64) -> u64;
+        static baremark_read_slot_window_lo: u8;
+        static baremark_read_slot_window_hi: u8;
+        static baremark_read_slot_abort: u8;
+    }
+
+    /// The slot reader's abort path: the slot's value from `counters_read`. When that fails
+    /// (the counts were lost) it returns 0 and sets [`SLOT_READ_FAILED`], which the callers
+    /// check after their reads.
+    extern "C" fn read_slot_slow(slot: u64) -> u64 {
+        let page = PAGE.load(Ordering::Relaxed);
+        let i = (slot.wrapping_sub(page + SLOTS_OFFSET as u64) / SLOT_SIZE as u64) as usize;
+        let mut values = [0u64; MAX_SLOTS];
+        match super::counters_read(&mut values) {
+            Ok(_) if i < MAX_SLOTS => values[i],
+            _ => {
+                SLOT_READ_FAILED.store(true, Ordering::Relaxed);
+                0
+            }
+        }
+    }
+
+    /// Set by the slot reader's abort path when `counters_read` failed.
+    static SLOT_READ_FAILED: core::sync::atomic::AtomicBool =
+        core::sync::atomic::AtomicBool::new(false);
+
+    /// Whether a slot read since the last call failed (its value was 0, not a count); clears it.
+    pub(crate) fn slot_read_failed() -> bool {
+        SLOT_READ_FAILED.swap(false, Ordering::Relaxed)
+    }
+
+    /// Whether the kernel took both retry-free readers' windows (the harness region and
+    /// [`read_slot`] need them).
+    pub(crate) fn retry_free() -> bool {
+        RETRY_FREE.load(Ordering::Relaxed)
+    }
+
+    /// Counter slot `i`'s 64-bit value with the retry-free slot reader: one RDPMC and no
+    /// system call while the slot is readable (`Err(NoEnt)` without a page or when the
+    /// kernel did not take the readers' windows, `Err(Invalid)` for a slot that is not
+    /// configured, `Err(Counters)` when its counts were lost).
+    #[inline(always)]
+    pub fn read_slot(i: usize) -> Result<u64, Error> {
+        let base = page().ok_or(Error::NoEnt)?;
+        if !retry_free() {
+            return Err(Error::NoEnt);
+        }
+        if i >= (load_u32(base, NR_SLOTS_OFFSET) as usize).min(MAX_SLOTS) {
+            return Err(Error::Invalid);
+        }
+        // SAFETY: the slot is inside the checked counter page; the reader only loads four of
+        // its fields and runs RDPMC (or, when the slot is not readable, the kernel sends it to
+        // its abort path, a normal function call).
+        let v = unsafe { baremark_read_slot(base + (SLOTS_OFFSET + i * SLOT_SIZE) as u64) };
+        if slot_read_failed() {
+            return Err(Error::Counters);
+        }
+        Ok(v)
     }
 
     fn load_u32(base: u64, offset: usize) -> u32 {
@@ -263,7 +356,18 @@ pub mod counters {
         if load_u32(addr, SIZE_OFFSET) as usize >= SIZE {
             let lo = core::ptr::addr_of!(baremark_read_vtsc_window_lo) as u64;
             let hi = core::ptr::addr_of!(baremark_read_vtsc_window_hi) as u64;
-            if Error::check(super::syscall3(nr::READ_WINDOW, lo, hi, 0)).is_ok() {
+            let slot_lo = core::ptr::addr_of!(baremark_read_slot_window_lo) as u64;
+            let slot_hi = core::ptr::addr_of!(baremark_read_slot_window_hi) as u64;
+            let abort = core::ptr::addr_of!(baremark_read_slot_abort) as u64;
+            let tsc = super::syscall4(nr::READ_WINDOW, lo, hi, nr::READ_WINDOW_TSC, 0);
+            let slot = super::syscall4(
+                nr::READ_WINDOW,
+                slot_lo,
+                slot_hi,
+                nr::READ_WINDOW_SLOT,
+                abort,
+            );
+            if Error::check(tsc).is_ok() && Error::check(slot).is_ok() {
                 RETRY_FREE.store(true, Ordering::Relaxed);
             }
         }

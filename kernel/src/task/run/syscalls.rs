@@ -85,7 +85,7 @@ impl Running {
                 0
             }
             nr::USER_PAGE => USER_PAGE_ADDR as i64,
-            nr::READ_WINDOW => self.set_read_window(a, b),
+            nr::READ_WINDOW => self.set_read_window(a, b, self.ctx.rdx, self.ctx.r10),
             nr::BENCH_PLAN => self.bench_plan(a, b),
             nr::BENCH_BEGIN => self.bench_begin(a, b, self.ctx.rdx, self.ctx.r10),
             nr::BENCH_GROUP => self.bench_group(a),
@@ -249,18 +249,28 @@ impl Running {
         0
     }
 
-    /// `read_window(lo, hi)`: registers the retry-free virtual TSC reader's window (`user_page`
-    /// module docs); `(0, 0)` removes it. `EINVAL` unless `lo <= hi`, the window spans at most
-    /// 15 bytes (one instruction between its ends) and lies in the task's memory.
-    fn set_read_window(&mut self, lo: u64, hi: u64) -> i64 {
-        if lo == 0 && hi == 0 {
-            self.read_window = (u64::MAX, u64::MAX);
-            return 0;
-        }
-        if hi < lo || hi - lo > 15 || self.space.check(lo, hi - lo + 1).is_err() {
+    /// `read_window(lo, hi, kind, abort)`: registers a retry-free reader's window (`user_page`
+    /// module docs): kind 0 the virtual TSC reader, kind 1 the slot reader, which also names
+    /// its abort path; `(0, 0)` removes the kind's window. `EINVAL` unless `lo <= hi`, the
+    /// window spans at most 15 bytes and lies in the task's memory, the kind is known, and the
+    /// slot reader's abort address is in the task's memory.
+    fn set_read_window(&mut self, lo: u64, hi: u64, kind: u64, abort: u64) -> i64 {
+        const NONE: (u64, u64) = (u64::MAX, u64::MAX);
+        let window = if lo == 0 && hi == 0 {
+            NONE
+        } else if hi < lo || hi - lo > 15 || self.space.check(lo, hi - lo + 1).is_err() {
             return EINVAL;
+        } else {
+            (lo, hi)
+        };
+        match kind {
+            0 => self.read_window = window,
+            1 if window == NONE => self.slot_window = NONE,
+            1 if self.space.check(abort, 1).is_ok() => {
+                (self.slot_window, self.slot_abort) = (window, abort);
+            }
+            _ => return EINVAL,
         }
-        self.read_window = (lo, hi);
         0
     }
 
@@ -546,6 +556,14 @@ impl Running {
             return Err(None);
         }
         let index = self.ctx.rcx as u32;
+        // The slot reader's RDPMC: a slot the page says is not readable now (ECX all ones), or
+        // a counter read with CR4.PCE clear (the emulation gives 64-bit values, not the raw
+        // reading the reader expects), goes to the reader's abort path, which asks
+        // `counters_read` (`user_page` module docs, "The retry-free slot read").
+        if self.ctx.rip == self.slot_window.1 && index != VIRTUAL_TSC_INDEX {
+            self.ctx.rip = self.slot_abort;
+            return Ok(());
+        }
         let slot = self.hw.iter().position(|s| rdpmc_ecx(s.counter) == index);
         let value = if index == VIRTUAL_TSC_INDEX {
             self.vc.values().tsc
