@@ -79,6 +79,7 @@ pub static SUITE: &[Payload] = &[
     suite_payload!("syscall"),
     suite_payload!("read-fast"),
     suite_payload!("read-rdpmc"),
+    suite_payload!("read-slot"),
 ];
 
 /// The benchmark suite's payloads: none, this tool was built without `payloads/suite`.
@@ -157,8 +158,8 @@ pub static SUITES: &[Suite] = &[
     },
     Suite {
         name: "harness",
-        about: "the harness itself: empty region, system call, counter reads",
-        payloads: &["empty", "syscall", "read-fast", "read-rdpmc"],
+        about: "the harness itself: empty region, system call, counter reads (fast, hardware slot, emulated RDPMC)",
+        payloads: &["empty", "syscall", "read-fast", "read-slot", "read-rdpmc"],
     },
     Suite {
         name: "none",
