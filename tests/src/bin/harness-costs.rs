@@ -202,8 +202,8 @@ fn main() {
         "the cost of measuring, in instructions under -icount shift=0 (medians; exact, the same every run; hardware rows on the emulated PMU)"
     );
     println!(
-        "{:<52} {:>10} {:>16} {:>8}  {}",
-        "figure", "now", "before (11-21)", "target", "met"
+        "{:<52} {:>10} {:>16} {:>8}  met",
+        "figure", "now", "before (11-21)", "target"
     );
     for r in rows {
         let now = r.value.map_or("(none)".into(), |v| format!("{v:.2}"));
