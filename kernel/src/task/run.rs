@@ -340,6 +340,10 @@ fn round_robin(mut ready: Vec<Running>, q: Quantum, tsc_hz: Option<u64>, summary
             .opt_u64("switch_wall_tsc", overhead.map(|o| o.wall))
             .opt_u64("switch_hw_tsc_min", hw_overhead.map(|o| o.counted.0))
             .opt_u64("switch_hw_wall_tsc", hw_overhead.map(|o| o.wall))
+            .opt_u64(
+                "switch_hw_loaded_wall_tsc",
+                hw_overhead.map(|o| o.wall_loaded),
+            )
     });
     say!(
         "sched  round-robin: {} tasks, quantum {} us ({quantum_tsc} TSC ticks, timer count {count}), switch cost {:?} TSC ticks counted, {:?} in all",
@@ -442,8 +446,12 @@ struct Switch {
     /// As the virtual TSC sees it (min, max): what is taken off at every interrupt exit.
     counted: (u64, u64),
     /// Wall time of the whole round trip, the page writes before the switch-in reading
-    /// included (max): a quantum must be longer than this, or the task never runs.
+    /// included (max, events reprogrammed or not): a quantum must be longer than this, or the
+    /// task never runs.
     wall: u64,
+    /// The same when the task's events are still in the counters (switched back in with no
+    /// other task's counters in between: nothing reprogrammed).
+    wall_loaded: u64,
 }
 
 /// `counters_configure` entries for every counter of the PMU (instructions in ring 3 on each
@@ -491,9 +499,14 @@ fn calibrate_switch(tsc_hz: Option<u64>, events: &[u64]) -> Option<Switch> {
     if !events.is_empty() && t.configure_events(events) < 0 {
         return None;
     }
-    let mut samples = [0u64; 4];
-    let mut walls = [0u64; 4];
-    for (sample, wall) in samples.iter_mut().zip(&mut walls) {
+    // Four rounds with the task's events still loaded after the first, then one as after
+    // another task used the counters (its events reprogrammed at the switch-in).
+    let mut samples = [0u64; 5];
+    let mut walls = [0u64; 5];
+    for (round, (sample, wall)) in samples.iter_mut().zip(&mut walls).enumerate() {
+        if round == 4 {
+            hw::forget_programming();
+        }
         arm_timer(1);
         let deadline = hwcpu::rdtsc().wrapping_add(1_000_000_000);
         while apic::timer_current() != 0 {
@@ -523,10 +536,10 @@ fn calibrate_switch(tsc_hz: Option<u64>, events: &[u64]) -> Option<Switch> {
     // The first round runs cold paths (first use of the SYSCALL setup, cache and TLB misses).
     let lo = samples[1..].iter().copied().min()?;
     let hi = samples[1..].iter().copied().max()?;
-    let wall = walls[1..].iter().copied().max()?;
     Some(Switch {
         counted: (lo, hi),
-        wall,
+        wall: walls[1..].iter().copied().max()?,
+        wall_loaded: walls[1..4].iter().copied().max()?,
     })
 }
 

@@ -128,6 +128,9 @@ fn main() {
     );
     check("emulated PMU, round-robin", &rr);
     let schedule = rr.record("schedule");
+    if std::env::var_os("HARNESS_COSTS_DEBUG").is_some() {
+        eprintln!("{:?}", schedule.map(|r| &r.value));
+    }
     let hw_counters = rr
         .record("pmu")
         .map(|r| {
@@ -185,10 +188,22 @@ fn main() {
             target: Some(120.0),
         },
         Row {
-            what: format!("switch, full PMU ({hw_counters}), kernel"),
+            what: format!("switch, full PMU ({hw_counters}), same task"),
+            value: schedule.and_then(|r| r.get("switch_hw_loaded_wall_tsc").as_f64()),
+            before: "not measured",
+            target: Some(400.0),
+        },
+        Row {
+            what: "switch, full PMU, events reprogrammed".into(),
             value: schedule.and_then(|r| r.get("switch_hw_wall_tsc").as_f64()),
             before: "not measured",
             target: Some(400.0),
+        },
+        Row {
+            what: "switch, virtual TSC only".into(),
+            value: schedule.and_then(|r| r.get("switch_wall_tsc").as_f64()),
+            before: "not measured",
+            target: None,
         },
         Row {
             what: "switch, full PMU, as the task sees it".into(),

@@ -52,6 +52,17 @@ pub fn set_diagnostics(d: Diagnostics) {
     SWITCH_INS.store(0, Ordering::Relaxed);
 }
 
+/// Whose events the counters hold: the `(task_index, generation)` whose switch-in programmed
+/// them last, `None` once anything else may have touched them (a release, a configuration).
+/// A task switched back in with its events still loaded skips reprogramming them: the switch
+/// then only reads and enables (and, out, disables and reads) its counters.
+static PROGRAMMED_FOR: spin::Mutex<Option<(u64, u64)>> = spin::Mutex::new(None);
+
+/// The counters may no longer hold any task's events (`PROGRAMMED_FOR`).
+pub(super) fn forget_programming() {
+    *PROGRAMMED_FOR.lock() = None;
+}
+
 /// The injected failure of this switch-in, if `test_pmu_fault` names it.
 fn injected_fault() -> Option<HwError> {
     let at = FAULT_AT.load(Ordering::Relaxed);
@@ -86,6 +97,7 @@ impl Running {
         if self.hw.is_empty() {
             return;
         }
+        forget_programming();
         let hw = &self.hw;
         let _ =
             crate::counters::with_pmu(|pmu, msr| hwslots::release(pmu.backend.as_mut(), msr, hw));
@@ -115,12 +127,17 @@ impl Running {
     pub(super) fn start_hw(&mut self) -> Option<Vec<u64>> {
         let preset = COUNTER_PRESET.load(Ordering::Relaxed);
         let hw = &self.hw;
+        let key = (self.task.index, self.vc.generation());
+        let loaded = *PROGRAMMED_FOR.lock() == Some(key);
+        forget_programming();
         let result = match injected_fault() {
             Some(e) => Err(e),
             None => crate::counters::with_pmu(|pmu, msr| {
                 let backend = pmu.backend.as_mut();
                 for s in hw {
-                    backend.program(msr, s.counter, &s.select, &s.modifiers)?;
+                    if !loaded {
+                        backend.program(msr, s.counter, &s.select, &s.modifiers)?;
+                    }
                     if preset != 0 {
                         let width = backend.width(s.counter);
                         let wrap = if width >= 64 { 0 } else { 1u64 << width };
@@ -132,7 +149,10 @@ impl Running {
             .unwrap_or(Err(no_pmu())),
         };
         match result {
-            Ok(raw) => Some(raw),
+            Ok(raw) => {
+                *PROGRAMMED_FOR.lock() = Some(key);
+                Some(raw)
+            }
             Err(e) => {
                 self.lose_counts(e);
                 None

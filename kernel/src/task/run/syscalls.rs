@@ -480,6 +480,7 @@ impl Running {
     pub(super) fn configure_events(&mut self, raw: &[u64]) -> i64 {
         let mut vc = self.vc.clone();
         let old = core::mem::take(&mut self.hw);
+        super::hw::forget_programming();
         let result = crate::counters::with_pmu(|pmu, msr| {
             let backend = pmu.backend.as_mut();
             let caps = *backend.caps();
