@@ -65,6 +65,17 @@
 //! NMIs stay blocked from an NMI until the next IRETQ. An NMI in ring 3 exits `run` without
 //! IRETQ, so NMIs stay blocked until the next entry by IRETQ or kernel interrupt return.
 //!
+//! # The virtual TSC's boundary
+//!
+//! The SYSCALL entry and the trap entry (from ring 3) read the TSC first thing (after saving
+//! RAX and RDX) into `LEFT_TSC`; the exit path reads it as the last thing before IRETQ/SYSRETQ
+//! (`BAREMARK_VTSC_PUBLISH`), stores the reading in the context, writes the counter page's
+//! virtual-TSC `start` and `tsc_offset` through the kernel's mapping of the pinned page, and does
+//! the retry-free reader's fix-up of RSI, branch-free. So everything the kernel does around a run
+//! is outside the task's virtual TSC; what it sees is about a dozen instructions on each side
+//! (docs/design.md). [`UserContext::set_virtual_tsc`] says what to publish,
+//! [`UserContext::entered_tsc`] and [`UserContext::left_tsc`] give the readings back.
+//!
 //! # Not saved
 //!
 //! x87/SSE/AVX state: the kernel is built soft-float (`x86_64-unknown-none`) and never touches

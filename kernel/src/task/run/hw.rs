@@ -9,8 +9,9 @@
 //! *lost* until it starts them again (`counters_configure` or `counters_reset`): its counters
 //! are released, its slots frozen (the virtual TSC goes on: it needs no PMU), the counter page
 //! publishes the slots as not readable (`index` 0 while the task runs, so the SDK's fast read
-//! falls back to `counters_read`), `counters_read` returns `ECOUNTERS`, RDPMC of a lost slot
-//! ends the task with a fault saying so, a benchmark group given samples (or ended) after the
+//! falls back to `counters_read`), `counters_read` returns `ECOUNTERS`, the SDK's slot reader
+//! goes to its abort path and gets `ECOUNTERS` too, any other RDPMC of a lost slot ends the
+//! task with a fault saying so, a benchmark group given samples (or ended) after the
 //! loss is reported "not measured", and one `error` record says why. Nothing is ever published as a count that was not counted.
 //!
 //! # Diagnostics (run.cfg, test-only)
