@@ -157,6 +157,12 @@ fn the_fast_read_counts_exactly_with_rdpmc_in_ring_3() {
         };
         assert_eq!(d("inst_u"), 4000, "{model:?}: {v:?}");
         assert_eq!(d("br_u"), 1000, "{model:?}");
+        // The retry-free slot reader (SDK `read_slot`) agrees exactly.
+        let r = |slot: &str| {
+            num(&v, &format!("reader_2000_{slot}")) - num(&v, &format!("reader_1000_{slot}"))
+        };
+        assert_eq!(r("inst_u"), 4000, "{model:?}: {v:?}");
+        assert_eq!(r("br_u"), 1000, "{model:?}");
         assert_eq!(
             d("tsc"),
             4000,
@@ -206,6 +212,11 @@ fn stopped_counters_read_the_same_through_page_emulated_rdpmc_and_syscall() {
                 page,
                 num(&v, &format!("stopped_read_{slot}")),
                 "{model:?} {slot}"
+            );
+            assert_eq!(
+                page,
+                num(&v, &format!("stopped_reader_{slot}")),
+                "{model:?} {slot}: the slot reader's abort path"
             );
         }
         assert!(num(&v, "stopped_page_inst_u") > 12_000, "{model:?}: {v:?}");
@@ -269,7 +280,9 @@ fn round_robin_tasks_read_what_they_read_alone() {
     );
     let differ: Vec<String> = alone
         .keys()
-        .filter(|key| key.starts_with("sys_") || key.starts_with("spawn_plain"))
+        .filter(|key| {
+            key.starts_with("sys_") || key.starts_with("spawn_plain") || key.starts_with("reader_")
+        })
         .filter(|key| key.ends_with("_u"))
         .filter(|key| preempted[*key] != alone[*key])
         .map(|key| format!("{key}: {} alone, {} preempted", alone[key], preempted[key]))

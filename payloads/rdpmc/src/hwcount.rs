@@ -128,6 +128,21 @@ mod body {
         ))
     }
 
+    /// Slot deltas by the SDK's retry-free slot reader (`counters::read_slot`) around `n`
+    /// iterations of the loop.
+    fn measure_reader(n: u64, slots: usize) -> Result<[u64; 4], Error> {
+        let mut a = [0u64; 4];
+        let mut b = [0u64; 4];
+        for (i, v) in a.iter_mut().enumerate().take(slots) {
+            *v = counters::read_slot(i)?;
+        }
+        spin(n);
+        for (i, v) in b.iter_mut().enumerate().take(slots).rev() {
+            *v = counters::read_slot(i)?;
+        }
+        Ok(core::array::from_fn(|i| b[i].wrapping_sub(a[i])))
+    }
+
     /// Slot deltas by `counters_read` around `f`.
     fn measure_sys(f: impl FnOnce()) -> Result<[u64; 4], Error> {
         let mut a = [0u64; 4];
@@ -201,6 +216,21 @@ mod body {
             }
         }
 
+        // The retry-free slot reader (RDPMC in ring 3), the same loops.
+        for iterations in [1000u64, 2000] {
+            match measure_reader(core::hint::black_box(iterations), n) {
+                Ok(d) => {
+                    let mut p = Buf::<16>::new();
+                    let _ = write!(p, "reader_{iterations}");
+                    put(&mut buf, p.as_str(), n, &d);
+                }
+                Err(e) => {
+                    let _ = writeln!(buf, "reader_{iterations}_error={e:?}");
+                }
+            }
+        }
+        flush(&mut buf);
+
         // Stopped: CR4.PCE is clear, RDPMC is emulated; every way gives the same values.
         let _ = baremark_sdk::counters_stop();
         let mut by_page = [0u64; 4];
@@ -212,7 +242,13 @@ mod body {
         }
         let mut by_read = [0u64; 4];
         let _ = baremark_sdk::counters_read(&mut by_read);
+        // The slot reader's RDPMC faults (index 0 while stopped): its abort path answers.
+        let mut by_reader = [0u64; 4];
+        for (i, out) in by_reader.iter_mut().enumerate().take(n) {
+            *out = counters::read_slot(i).unwrap_or(u64::MAX);
+        }
         let _ = baremark_sdk::counters_start();
+        put(&mut buf, "stopped_reader", n, &by_reader);
         put(&mut buf, "stopped_page", n, &by_page);
         put(&mut buf, "stopped_rdpmc", n, &by_rdpmc);
         put(&mut buf, "stopped_read", n, &by_read);
