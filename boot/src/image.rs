@@ -272,6 +272,54 @@ pub fn build_usb_image(config: &RunConfig, out: &Path) -> Result<()> {
         .with_context(|| format!("creating the USB image at {}", out.display()))
 }
 
+/// The line the floor image writes to COM1.
+pub const FLOOR_LINE: &str = "baremark floor: a one-sector image ran";
+
+/// The boot-time floor: a BIOS disk image whose one boot sector (an MBR) writes [`FLOOR_LINE`]
+/// to COM1 and exits QEMU through isa-debug-exit as the kernel does (0x10 to port 0xf4: status
+/// 33). Booted with the same QEMU command as a BIOS image, it costs what QEMU and SeaBIOS cost
+/// before any bootloader runs (`boot-timing` measures baremark's boot against it). The rest of
+/// its 512 KiB is zeros: SeaBIOS does not boot a disk smaller than one cylinder (1008 sectors).
+pub fn floor_image() -> Vec<u8> {
+    const LOAD: u16 = 0x7c00; // where the BIOS runs an MBR
+    const MSG: u16 = 0x28; // the line's offset in the sector
+    #[rustfmt::skip]
+    let code: &[u8] = &[
+        0xfa,                   // 00 cli
+        0x31, 0xc0,             // 01 xor ax, ax
+        0x8e, 0xd8,             // 03 mov ds, ax
+        0xfc,                   // 05 cld
+        0xbe, 0x00, 0x00,       // 06 mov si, LOAD + MSG (patched below)
+        0xac,                   // 09 next: lodsb
+        0x84, 0xc0,             // 0a test al, al
+        0x74, 0x11,             // 0c jz exit (0x1f)
+        0x88, 0xc4,             // 0e mov ah, al
+        0xba, 0xfd, 0x03,       // 10 mov dx, 0x3fd (COM1 line status)
+        0xec,                   // 13 wait: in al, dx
+        0xa8, 0x20,             // 14 test al, 0x20 (transmitter empty)
+        0x74, 0xfb,             // 16 jz wait
+        0xb2, 0xf8,             // 18 mov dl, 0xf8 (COM1 data, 0x3f8)
+        0x88, 0xe0,             // 1a mov al, ah
+        0xee,                   // 1c out dx, al
+        0xeb, 0xea,             // 1d jmp next
+        0xba, 0xf4, 0x00,       // 1f exit: mov dx, 0xf4 (isa-debug-exit)
+        0xb0, 0x10,             // 22 mov al, 0x10
+        0xee,                   // 24 out dx, al
+        0xf4,                   // 25 halt: hlt
+        0xeb, 0xfd,             // 26 jmp halt
+    ];
+    let mut sector = vec![0u8; 512];
+    sector[..code.len()].copy_from_slice(code);
+    sector[7..9].copy_from_slice(&(LOAD + MSG).to_le_bytes());
+    let line = format!("{FLOOR_LINE}\r\n");
+    let msg = usize::from(MSG);
+    assert_eq!(code.len(), msg);
+    sector[msg..msg + line.len()].copy_from_slice(line.as_bytes());
+    sector[510..].copy_from_slice(&[0x55, 0xaa]);
+    sector.resize(512 * 1024, 0);
+    sector
+}
+
 // The BIOS boot path's stacks, moved out of pages that hold code.
 //
 // Under QEMU's TCG every guest write to a 4 KiB page holding translated code takes a slow path
@@ -573,6 +621,18 @@ mod tests {
             .unwrap();
         assert_eq!(stage_3[0], 0xe9);
         assert!(stage_3.ends_with(&[0xff, 0xe0]));
+    }
+
+    #[test]
+    fn floor_image_is_a_boot_sector_with_its_line() {
+        let sector = floor_image();
+        assert_eq!(sector.len(), 512 * 1024);
+        assert_eq!(&sector[510..512], &[0x55, 0xaa]);
+        // `mov si` points at the line, NUL-terminated before the signature.
+        let si = usize::from(u16::from_le_bytes([sector[7], sector[8]])) - 0x7c00;
+        let end = si + sector[si..].iter().position(|&b| b == 0).unwrap();
+        assert_eq!(&sector[si..end], format!("{FLOOR_LINE}\r\n").as_bytes());
+        assert!(end < 510);
     }
 
     #[test]
