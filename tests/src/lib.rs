@@ -206,3 +206,42 @@ pub fn boot_floor(timeout: Duration) -> Result<FloorBoot, String> {
     let _ = std::fs::remove_file(&image);
     result
 }
+
+/// As [`boot`], also returning when (from QEMU's start) the first serial line containing
+/// `needle` that is not a record arrived, e.g. OVMF's `BdsDxe: starting Boot0001` when it
+/// hands over to the bootloader. Text lines carry no time of their own: theirs is taken
+/// against the first record's, both seen as they arrive.
+pub fn boot_with_text_time(
+    firmware: Firmware,
+    config: RunConfig,
+    timeout: Duration,
+    needle: &str,
+) -> (RunOutcome, Option<Duration>) {
+    use std::time::Instant;
+    let mut qemu = QemuOptions::new(firmware, Accel::Tcg);
+    qemu.timeout = timeout;
+    let request = BootRequest {
+        config,
+        qemu,
+        log: None,
+    };
+    let mut text_seen: Option<Instant> = None;
+    let mut first_record: Option<(Instant, Duration)> = None;
+    let outcome = session::boot(&request, &mut |event| match event {
+        session::Event::Text(t) if text_seen.is_none() && t.contains(needle) => {
+            text_seen = Some(Instant::now());
+        }
+        session::Event::Record(_, at) if first_record.is_none() => {
+            first_record = Some((Instant::now(), at));
+        }
+        _ => {}
+    })
+    .unwrap_or_else(|e| panic!("could not boot: {e:#}"));
+    let at = match (text_seen, first_record) {
+        (Some(seen), Some((record_seen, record_at))) if seen <= record_seen => {
+            record_at.checked_sub(record_seen - seen)
+        }
+        _ => None,
+    };
+    (outcome, at)
+}

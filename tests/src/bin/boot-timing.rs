@@ -3,7 +3,8 @@
 //! image that writes a line to COM1 and exits (`image::floor_image`), with the QEMU binary and
 //! flags of the BIOS boot. `x floor` is a median over the floor's median line time: what the
 //! boot costs beyond starting the emulator and its firmware. The BIOS target is a first record
-//! within 5x the floor (docs/benchmarks.md, "Boot time").
+//! within 5x the floor (docs/benchmarks.md, "Boot time"). For UEFI, OVMF's own part is printed
+//! too: when it says it starts the bootloader (the SeaBIOS floor does not measure OVMF).
 //!
 //! `cargo run -p baremark-tests --bin boot-timing -- [RUNS]` (default 5). The boots interleave
 //! (floor, BIOS, UEFI, floor, ...) so that the machine's load falls on all of them alike. It
@@ -13,9 +14,12 @@ use std::time::Duration;
 
 use baremark::image::{Firmware, RunConfig};
 use baremark::session::Verdict;
-use baremark_tests::{boot, boot_floor};
+use baremark_tests::{boot_floor, boot_with_text_time};
 
 const TIMEOUT: Duration = Duration::from_secs(120);
+/// OVMF's serial line as it starts the bootloader: the end of the firmware's part of a UEFI
+/// boot.
+const OVMF_HANDOVER: &str = "BdsDxe: starting Boot";
 
 fn median(v: &[Duration]) -> Duration {
     let mut v = v.to_vec();
@@ -43,6 +47,7 @@ fn main() {
     let (mut floor_line, mut floor_exit) = (Vec::new(), Vec::new());
     let mut first = [Vec::new(), Vec::new()];
     let mut end = [Vec::new(), Vec::new()];
+    let mut ovmf_done = Vec::new();
     for _ in 0..runs {
         match boot_floor(TIMEOUT) {
             Ok(f) => {
@@ -55,7 +60,8 @@ fn main() {
             }
         }
         for (i, firmware) in [Firmware::Bios, Firmware::Uefi].into_iter().enumerate() {
-            let outcome = boot(firmware, RunConfig::default(), TIMEOUT, None);
+            let (outcome, handover) =
+                boot_with_text_time(firmware, RunConfig::default(), TIMEOUT, OVMF_HANDOVER);
             if outcome.verdict() != Verdict::Success {
                 eprintln!(
                     "boot-timing: a {} boot failed: {:?}\n{}",
@@ -64,6 +70,9 @@ fn main() {
                     outcome.tail_text()
                 );
                 std::process::exit(1);
+            }
+            if firmware == Firmware::Uefi {
+                ovmf_done.extend(handover);
             }
             first[i].push(outcome.first_record_after.expect("first record"));
             end[i].push(outcome.end_record_after.expect("end record"));
@@ -80,6 +89,9 @@ fn main() {
     row("floor", "line", &floor_line, floor);
     row("floor", "QEMU exit", &floor_exit, floor);
     for (i, firmware) in [Firmware::Bios, Firmware::Uefi].into_iter().enumerate() {
+        if firmware == Firmware::Uefi && ovmf_done.len() == runs {
+            row("uefi", "OVMF done", &ovmf_done, floor);
+        }
         row(firmware.name(), "first record", &first[i], floor);
         row(firmware.name(), "end record", &end[i], floor);
     }
@@ -87,6 +99,7 @@ fn main() {
         "floor: QEMU + SeaBIOS booting a one-sector image that writes a line to COM1 and exits \
          (same QEMU binary and flags as the BIOS boot)"
     );
+    println!("OVMF done: OVMF's `{OVMF_HANDOVER}` line, as it starts the bootloader");
     println!(
         "bios first record: {:.1}x the floor (target: 5x or less)",
         median(&first[0]).as_secs_f64() / floor.as_secs_f64()
