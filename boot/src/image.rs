@@ -329,7 +329,7 @@ pub fn floor_image() -> Vec<u8> {
 // took that path, 1.1 s of a 1.45 s boot (stage 2 copying files byte by byte, stage 3 drawing
 // its banner pixel by pixel, stage 4 mapping memory). Two patches move the stack: stage 1's
 // `mov sp, 0x7c00` becomes `mov sp, 0x7000` (stage 2 needs little stack, and real-mode stack
-// addresses stay below 64 KiB, where every page above 0x7000 holds code), and stage 3, which
+// addresses stay below 64 KiB, where the pages from 0x7000 up hold stage 2), and stage 3, which
 // with stage 4 needs about 30 KiB, gets a stack of its own from a stub run before it. On
 // hardware nothing changes but where the stacks are.
 
@@ -399,7 +399,8 @@ fn patch_stage_1_stack(mbr: &mut [u8; 512]) -> Result<()> {
         .collect();
     let [at] = at[..] else {
         anyhow::bail!(
-            "the bootloader's stage 1 has {} `mov sp, 0x7c00` instructions where 1 was expected              (a new bootloader version? see move_bios_stacks in boot/src/image.rs)",
+            "the bootloader's stage 1 has {} `mov sp, 0x7c00` instructions where 1 was expected \
+             (a new bootloader version? see move_bios_stacks in boot/src/image.rs)",
             at.len()
         );
     };
