@@ -128,3 +128,120 @@ pub fn boot_emulated_cpu_props(
     );
     boot_with(qemu, config)
 }
+
+/// One boot of the floor image ([`baremark::image::floor_image`]).
+#[derive(Clone, Copy, Debug)]
+pub struct FloorBoot {
+    /// From QEMU's start to the floor's line on the serial port.
+    pub line_after: Duration,
+    /// From QEMU's start to its exit.
+    pub exit_after: Duration,
+}
+
+/// Boots the floor image with the QEMU binary and command line of a BIOS boot under TCG (as
+/// [`boot`] builds them), timed as `session::boot` times records: from just before QEMU's
+/// start to the line's arrival on its stdout. Errors say what went wrong.
+pub fn boot_floor(timeout: Duration) -> Result<FloorBoot, String> {
+    use std::io::BufRead;
+    use std::process::Stdio;
+    use std::time::Instant;
+
+    let image = std::env::temp_dir().join(format!("baremark-floor-{}.img", std::process::id()));
+    std::fs::write(&image, baremark::image::floor_image())
+        .map_err(|e| format!("writing {}: {e}", image.display()))?;
+    let qemu = baremark::qemu::qemu_binary().map_err(|e| format!("{e:#}"))?;
+    let opts = QemuOptions::new(Firmware::Bios, Accel::Tcg);
+    let mut cmd = baremark::qemu::command(&qemu, &image, &opts, &std::env::temp_dir())
+        .map_err(|e| format!("{e:#}"))?;
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    let start = Instant::now();
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| format!("starting {}: {e}", qemu.display()))?;
+    let stdout = child.stdout.take().expect("stdout is piped");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if tx.send((line, start.elapsed())).is_err() {
+                break;
+            }
+        }
+    });
+    let deadline = start + timeout;
+    let mut line_after = None;
+    let result = loop {
+        if let Ok(Some(status)) = child.try_wait() {
+            let exit_after = start.elapsed();
+            while let Ok((line, at)) = rx.try_recv() {
+                if line.trim_end() == baremark::image::FLOOR_LINE {
+                    line_after.get_or_insert(at);
+                }
+            }
+            break match (line_after, status.code()) {
+                (Some(line_after), Some(baremark::qemu::QEMU_EXIT_SUCCESS)) => Ok(FloorBoot {
+                    line_after,
+                    exit_after,
+                }),
+                (line, _) => Err(format!(
+                    "the floor image ended with {status}, its line {}",
+                    if line.is_some() { "seen" } else { "not seen" }
+                )),
+            };
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            break Err(format!("the floor image did not end within {timeout:?}"));
+        }
+        match rx.recv_timeout(Duration::from_millis(1)) {
+            Ok((line, at)) if line.trim_end() == baremark::image::FLOOR_LINE => {
+                line_after.get_or_insert(at);
+            }
+            _ => {}
+        }
+    };
+    let _ = std::fs::remove_file(&image);
+    result
+}
+
+/// As [`boot`], also returning when (from QEMU's start) the first serial line containing
+/// `needle` that is not a record arrived, e.g. OVMF's `BdsDxe: starting Boot0001` when it
+/// hands over to the bootloader. Text lines carry no time of their own: theirs is taken
+/// against the first record's, both seen as they arrive.
+pub fn boot_with_text_time(
+    firmware: Firmware,
+    config: RunConfig,
+    timeout: Duration,
+    needle: &str,
+) -> (RunOutcome, Option<Duration>) {
+    use std::time::Instant;
+    let mut qemu = QemuOptions::new(firmware, Accel::Tcg);
+    qemu.timeout = timeout;
+    let request = BootRequest {
+        config,
+        qemu,
+        log: None,
+    };
+    let mut text_seen: Option<Instant> = None;
+    let mut first_record: Option<(Instant, Duration)> = None;
+    let outcome = session::boot(&request, &mut |event| match event {
+        session::Event::Text(t) if text_seen.is_none() && t.contains(needle) => {
+            text_seen = Some(Instant::now());
+        }
+        session::Event::Record(_, at) if first_record.is_none() => {
+            first_record = Some((Instant::now(), at));
+        }
+        _ => {}
+    })
+    .unwrap_or_else(|e| panic!("could not boot: {e:#}"));
+    let at = match (text_seen, first_record) {
+        (Some(seen), Some((record_seen, record_at))) if seen <= record_seen => {
+            record_at.checked_sub(record_seen - seen)
+        }
+        _ => None,
+    };
+    (outcome, at)
+}
