@@ -363,17 +363,7 @@ fn move_bios_stacks(path: &Path) -> Result<()> {
     disk.seek(SeekFrom::Start(0))?;
     disk.write_all(&mbr).context("writing the MBR")?;
 
-    let (start, len) = fat_partition(&mbr)?;
-    let fs = fatfs::FileSystem::new(
-        Partition {
-            disk: &mut disk,
-            start,
-            len,
-            pos: 0,
-        },
-        fatfs::FsOptions::new(),
-    )
-    .context("opening the image's FAT partition")?;
+    let fs = open_fat(&mut disk, &mbr)?;
     let root = fs.root_dir();
     let mut file = root
         .open_file(STAGE_3_FILE)
@@ -406,6 +396,24 @@ fn patch_stage_1_stack(mbr: &mut [u8; 512]) -> Result<()> {
     };
     mbr[at + 1..at + 3].copy_from_slice(&STAGE_2_STACK_TOP.to_le_bytes());
     Ok(())
+}
+
+/// The image's FAT partition (the one `fat_partition` names) as a file system.
+fn open_fat<'a>(
+    disk: &'a mut std::fs::File,
+    mbr: &[u8; 512],
+) -> Result<fatfs::FileSystem<Partition<'a>>> {
+    let (start, len) = fat_partition(mbr)?;
+    fatfs::FileSystem::new(
+        Partition {
+            disk,
+            start,
+            len,
+            pos: 0,
+        },
+        fatfs::FsOptions::new(),
+    )
+    .context("opening the image's FAT partition")
 }
 
 /// Byte offset and length of the FAT partition: the entry after stage 2's (type 0x20), as
@@ -603,17 +611,7 @@ mod tests {
         assert!(has(&[0xbc, 0x00, 0x70]) && !has(&STAGE_1_MOV_SP));
         // A second pass finds nothing to patch.
         assert!(patch_stage_1_stack(&mut mbr.clone()).is_err());
-        let (start, len) = fat_partition(&mbr).unwrap();
-        let fs = fatfs::FileSystem::new(
-            Partition {
-                disk: &mut disk,
-                start,
-                len,
-                pos: 0,
-            },
-            fatfs::FsOptions::new(),
-        )
-        .unwrap();
+        let fs = open_fat(&mut disk, &mbr).unwrap();
         let mut stage_3 = Vec::new();
         fs.root_dir()
             .open_file(STAGE_3_FILE)

@@ -115,9 +115,6 @@ fn main() {
         props,
     );
     check("emulated PMU", &pmu);
-    if std::env::var_os("HARNESS_COSTS_DEBUG").is_some() {
-        eprintln!("{}", pmu.tail_text());
-    }
     // 3. A switch with every counter in use.
     let rr = boot_emulated_cpu_props(
         Firmware::Bios,
@@ -128,9 +125,6 @@ fn main() {
     );
     check("emulated PMU, round-robin", &rr);
     let schedule = rr.record("schedule");
-    if std::env::var_os("HARNESS_COSTS_DEBUG").is_some() {
-        eprintln!("{:?}", schedule.map(|r| &r.value));
-    }
     let hw_counters = rr
         .record("pmu")
         .map(|r| {
