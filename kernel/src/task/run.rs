@@ -1062,10 +1062,9 @@ impl Running {
         let before = user::entry_counts();
         let exit = user::run(&mut self.ctx);
         let resumed = if vtsc_running {
+            // (The kernel's copy of the page follows at the switch-out's `publish_pieces`.)
             let entered = self.ctx.entered_tsc();
             let _ = self.vc.restart_tsc(entered);
-            self.page.tsc.start = entered;
-            self.page.tsc_offset = base.wrapping_sub(entered);
             entered
         } else {
             resumed
