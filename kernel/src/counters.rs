@@ -21,6 +21,7 @@ use crate::pmu::backend::{PmiEvent, PmuBackend};
 use crate::pmu::discovery::{self, BackendChoice, Discovery};
 use crate::pmu::intel::IntelArchPmu;
 use crate::pmu::msr::{Msr, MsrFault};
+use crate::pmu::switch::BatchMsr;
 use crate::pmu::tsc_only::TscOnlyPmu;
 
 /// The local APIC vector of the performance-counter interrupt.
@@ -46,6 +47,22 @@ impl Msr for HwMsr {
     fn rdpmc(&mut self, ecx: u32) -> Result<u64, MsrFault> {
         // The door does not tell #GP from #UD; RDPMC faults mean "not readable" either way.
         hwmsr::rdpmc(ecx).map_err(|_| MsrFault::GeneralProtection)
+    }
+}
+
+// The batched doors' limit is the switch plans' (a plan's lists are made with it).
+const _: () = assert!(hwmsr::BATCH_MAX == crate::pmu::switch::LIST_MAX);
+
+impl BatchMsr for HwMsr {
+    type List = hwmsr::WriteList;
+    fn list(&self, msrs: &[u32]) -> Result<hwmsr::WriteList, MsrFault> {
+        hwmsr::WriteList::new(msrs).map_err(fault)
+    }
+    fn write_list(&mut self, list: &hwmsr::WriteList, values: &[u64]) -> Result<(), MsrFault> {
+        hwmsr::write_list(list, values).map_err(fault)
+    }
+    fn rdpmc_list(&mut self, ecx: &[u32], out: &mut [u64]) -> Result<(), MsrFault> {
+        hwmsr::rdpmc_list(ecx, out).map_err(fault)
     }
 }
 

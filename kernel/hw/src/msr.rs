@@ -102,6 +102,67 @@ global_asm!(
         mov eax, 1
         ret
 
+    // The batched doors of a task switch (`write_list`, `rdpmc_list`): one unrolled block per
+    // element, entered through a table of offsets at the block of the last element, so n
+    // elements cost n blocks of four instructions and one computed jump, no loop. Elements go
+    // last to first.
+
+    // u32 baremark_wrmsr_list(const u32 *msrs /* rdi */, const u64 *values /* rsi */,
+    //                         u64 n /* rdx, <= BATCH_MAX */): 0 = ok, 1 = #GP
+    .global baremark_wrmsr_list
+    baremark_wrmsr_list:
+        lea rax, [rip + baremark_wrmsr_list_table]
+        movsxd rdx, dword ptr [rax + rdx * 4]
+        add rax, rdx
+        jmp rax
+    .irp k, 23,22,21,20,19,18,17,16,15,14,13,12,11,10,9,8,7,6,5,4,3,2,1,0
+    baremark_wrmsr_list_at_\k:
+        mov ecx, dword ptr [rdi + 4 * \k]
+        mov eax, dword ptr [rsi + 8 * \k]
+        mov edx, dword ptr [rsi + 8 * \k + 4]
+    baremark_wrmsr_list_insn_\k:
+        wrmsr
+    .endr
+    baremark_wrmsr_list_done:
+        xor eax, eax
+        ret
+    baremark_batch_fixup:
+        mov eax, 1
+        ret
+
+    // u32 baremark_rdpmc_list(const u32 *ecx /* rdi */, u64 *out /* rsi */,
+    //                         u64 n /* rdx, <= BATCH_MAX */): 0 = ok, 1 = fault
+    .global baremark_rdpmc_list
+    baremark_rdpmc_list:
+        lea rax, [rip + baremark_rdpmc_list_table]
+        movsxd rdx, dword ptr [rax + rdx * 4]
+        add rax, rdx
+        jmp rax
+    .irp k, 23,22,21,20,19,18,17,16,15,14,13,12,11,10,9,8,7,6,5,4,3,2,1,0
+    baremark_rdpmc_list_at_\k:
+        mov ecx, dword ptr [rdi + 4 * \k]
+    baremark_rdpmc_list_insn_\k:
+        rdpmc
+        mov dword ptr [rsi + 8 * \k], eax
+        mov dword ptr [rsi + 8 * \k + 4], edx
+    .endr
+        xor eax, eax
+        ret
+
+    .section .rodata.baremark_msr_batch, "a"
+    .balign 4
+    // Entry n: the block of element n - 1 (entry 0: nothing to do), relative to the table.
+    baremark_wrmsr_list_table:
+        .long baremark_wrmsr_list_done - baremark_wrmsr_list_table
+    .irp k, 0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23
+        .long baremark_wrmsr_list_at_\k - baremark_wrmsr_list_table
+    .endr
+    baremark_rdpmc_list_table:
+        .long baremark_wrmsr_list_done - baremark_rdpmc_list_table
+    .irp k, 0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23
+        .long baremark_rdpmc_list_at_\k - baremark_rdpmc_list_table
+    .endr
+
     .section .data.rel.ro.baremark_extable, "aw"
     .balign 8
     .global baremark_msr_extable
@@ -110,6 +171,12 @@ global_asm!(
         .quad baremark_msr_write_insn, baremark_msr_write_fixup
         .quad baremark_gp_selftest_insn, baremark_gp_selftest_fixup
         .quad baremark_rdpmc_insn, baremark_rdpmc_fixup
+    .irp k, 0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23
+        .quad baremark_wrmsr_list_insn_\k, baremark_batch_fixup
+        .quad baremark_rdpmc_list_insn_\k, baremark_batch_fixup
+    .endr
+    .global baremark_msr_extable_end
+    baremark_msr_extable_end:
     "#
 );
 
@@ -118,14 +185,24 @@ unsafe extern "C" {
     fn baremark_msr_write(msr: u32, value: u64) -> u32;
     fn baremark_gp_selftest() -> u32;
     fn baremark_rdpmc(ecx: u32, out: *mut u64) -> u32;
-    static baremark_msr_extable: [[u64; 2]; 4];
+    fn baremark_wrmsr_list(msrs: *const u32, values: *const u64, n: u64) -> u32;
+    fn baremark_rdpmc_list(ecx: *const u32, out: *mut u64, n: u64) -> u32;
+    static baremark_msr_extable: [u64; 2];
+    static baremark_msr_extable_end: [u64; 2];
 }
+
+/// The most elements of one [`WriteList`] or [`rdpmc_list`] (the unrolled blocks above).
+pub const BATCH_MAX: usize = 24;
 
 /// The fix-up address for a #GP at `rip`, if `rip` is one of this module's MSR instructions.
 /// Called by the trap dispatcher for kernel-mode #GP only.
 pub(crate) fn fixup_for(rip: u64) -> Option<u64> {
-    // SAFETY: the table is immutable data defined above, with the layout declared here.
-    let table = unsafe { &*core::ptr::addr_of!(baremark_msr_extable) };
+    let start = core::ptr::addr_of!(baremark_msr_extable);
+    let end = core::ptr::addr_of!(baremark_msr_extable_end);
+    let len = (end as usize - start as usize) / core::mem::size_of::<[u64; 2]>();
+    // SAFETY: the table is immutable data defined above: pairs of 64-bit words from
+    // `baremark_msr_extable` up to `baremark_msr_extable_end`.
+    let table = unsafe { core::slice::from_raw_parts(start, len) };
     table
         .iter()
         .find(|entry| entry[0] == rip)
@@ -201,6 +278,86 @@ pub fn write(msr: u32, value: u64) -> Result<(), MsrError> {
     // SAFETY: the allow-list above holds only MSRs whose contents cannot make the CPU access
     // memory or change the kernel's execution environment.
     unsafe { write_privileged(msr, value) }
+}
+
+/// A list of MSRs the kernel crate may write (each checked against [`is_writable_by_kernel`]
+/// once, when the list is made), for [`write_list`]: a task's switch writes the same MSRs at
+/// every switch, so they are checked once per configuration, not once per write.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WriteList {
+    len: usize,
+    msrs: [u32; BATCH_MAX],
+}
+
+impl WriteList {
+    /// The empty list.
+    pub const EMPTY: WriteList = WriteList {
+        len: 0,
+        msrs: [0; BATCH_MAX],
+    };
+
+    /// A list of `msrs`; refused (`Protected`) if one of them is not writable by the kernel
+    /// crate or there are more than [`BATCH_MAX`].
+    pub fn new(msrs: &[u32]) -> Result<WriteList, MsrError> {
+        if msrs.len() > BATCH_MAX || !msrs.iter().all(|&m| is_writable_by_kernel(m)) {
+            return Err(MsrError::Protected);
+        }
+        let mut list = WriteList::EMPTY;
+        list.msrs[..msrs.len()].copy_from_slice(msrs);
+        list.len = msrs.len();
+        Ok(list)
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The MSRs, in list order.
+    pub fn msrs(&self) -> &[u32] {
+        &self.msrs[..self.len]
+    }
+}
+
+/// Writes `values[i]` to MSR `list[i]` for every element of the list, **last element first**
+/// (one unrolled block each; nothing else between the writes). `Err` if `values` is shorter
+/// than the list (nothing written) or a write raised #GP (the elements after it in the list,
+/// i.e. before it in time, were written).
+pub fn write_list(list: &WriteList, values: &[u64]) -> Result<(), MsrError> {
+    if values.len() < list.len {
+        return Err(MsrError::Protected);
+    }
+    // SAFETY: every MSR of the list passed `is_writable_by_kernel` when the list was made (its
+    // fields are private); `values` holds at least `len` (<= BATCH_MAX) elements, which the
+    // routine reads and nothing else; a #GP is turned into an error by the exception table.
+    let status = unsafe { baremark_wrmsr_list(list.msrs.as_ptr(), values.as_ptr(), list.len as u64) };
+    if status == 0 {
+        Ok(())
+    } else {
+        Err(MsrError::GeneralProtection)
+    }
+}
+
+/// RDPMC with ECX = `ecx[i]` into `out[i]` for every element of `ecx` (at most
+/// [`BATCH_MAX`]), last first, one unrolled block each. `Err` if `out` is shorter than `ecx`,
+/// `ecx` is too long (nothing read), or an RDPMC faulted (#GP: no such counter; #UD: no
+/// RDPMC).
+pub fn rdpmc_list(ecx: &[u32], out: &mut [u64]) -> Result<(), MsrError> {
+    if ecx.len() > BATCH_MAX || out.len() < ecx.len() {
+        return Err(MsrError::Protected);
+    }
+    // SAFETY: RDPMC only reads counters; the routine reads `ecx.len()` (<= BATCH_MAX) elements
+    // of `ecx` and writes as many of `out`, which is at least that long; a fault is turned
+    // into an error by the exception table.
+    let status = unsafe { baremark_rdpmc_list(ecx.as_ptr(), out.as_mut_ptr(), ecx.len() as u64) };
+    if status == 0 {
+        Ok(())
+    } else {
+        Err(MsrError::GeneralProtection)
+    }
 }
 
 /// Writes any MSR, #GP-safe.

@@ -48,6 +48,8 @@ use events::pmu::{PmuCaps, PmuKind};
 use super::backend::{Counter, CounterSet, PmiEvent, PmuBackend, PmuError, rd, wr};
 use super::msr::Msr;
 use super::regs::amd as r;
+use super::switch::{OverflowStatus, SwitchPlan};
+use alloc::vec::Vec;
 
 /// PERF_CTL.En.
 const EN: u64 = encode::bits::EN;
@@ -470,4 +472,56 @@ impl PmuBackend for AmdPmu {
     fn rdpmc_index(&self, counter: Counter) -> Option<u32> {
         self.index(counter).ok().map(u32::from)
     }
-}
+
+    /// PerfMonV2: the controls (En set) and the slots' status bits cleared, one GlobalCtl
+    /// write to start (the slots' bits) or stop (0) them. Legacy / PerfCtrExtCore: the controls
+    /// with En clear, rewritten with En set to start and clear to stop.
+    fn switch_plan(
+        &self,
+        slots: &[(Counter, EventSelect, Modifiers)],
+    ) -> Result<SwitchPlan, PmuError> {
+        let global = self.has_global();
+        let mut plan = SwitchPlan {
+            program: Vec::new(),
+            counter_write: Vec::new(),
+            enable: Vec::new(),
+            disable: Vec::new(),
+            rdpmc: Vec::new(),
+            overflow: None,
+        };
+        let mut bits = 0u32;
+        for (counter, select, modifiers) in slots {
+            let n = self.index(*counter)?;
+            if bits & (1 << n) != 0 {
+                return Err(PmuError::WrongCounter(*counter));
+            }
+            bits |= 1 << n;
+            let value =
+                encode::amd_perf_ctl(select, modifiers, global).map_err(PmuError::Encode)?;
+            let ctl = self.ctl_msr(n);
+            plan.program.push((ctl, value));
+            if !global {
+                plan.enable.push((ctl, value | EN));
+                plan.disable.push((ctl, value & !EN));
+            }
+            plan.counter_write.push((self.ctr_msr(n), true));
+            plan.rdpmc.push(u32::from(n));
+        }
+        if global {
+            plan.program.push((r::GLOBAL_STATUS_CLR, u64::from(bits)));
+            plan.enable.push((r::GLOBAL_CTL, u64::from(bits)));
+            plan.disable.push((r::GLOBAL_CTL, 0));
+            plan.overflow = Some(OverflowStatus {
+                status: r::GLOBAL_STATUS,
+                clear: r::GLOBAL_STATUS_CLR,
+                bits: slots
+                    .iter()
+                    .map(|(c, _, _)| match c {
+                        Counter::Gp(n) => 1u64 << n,
+                        Counter::Fixed(_) => 0,
+                    })
+                    .collect(),
+            });
+        }
+        Ok(plan)
+    }}

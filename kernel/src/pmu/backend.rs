@@ -224,4 +224,15 @@ pub trait PmuBackend {
 
     /// ECX for RDPMC of `counter`, if RDPMC can read it.
     fn rdpmc_index(&self, counter: Counter) -> Option<u32>;
+
+    /// The task switch's MSR lists for one task's counters: slot i counts `slots[i]`'s event on
+    /// its counter (the same checks and encodings as [`program`](Self::program), nothing
+    /// written). See [`super::switch`]. Backends without counters refuse.
+    fn switch_plan(
+        &self,
+        slots: &[(Counter, EventSelect, Modifiers)],
+    ) -> Result<super::switch::SwitchPlan, PmuError> {
+        let _ = slots;
+        Err(PmuError::NotSupported("no task switch plan on this PMU"))
+    }
 }

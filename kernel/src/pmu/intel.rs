@@ -78,6 +78,8 @@ use events::pmu::PmuCaps;
 use super::backend::{Counter, CounterSet, PmiEvent, PmuBackend, PmuError, rd, wr};
 use super::msr::Msr;
 use super::regs::intel as r;
+use super::switch::{OverflowStatus, SwitchPlan};
+use alloc::vec::Vec;
 
 /// At most this many GP counters (GLOBAL_CTRL bits 31:0).
 const MAX_GP: u8 = 32;
@@ -652,5 +654,81 @@ impl PmuBackend for IntelArchPmu {
             Counter::Gp(n) => u32::from(n),
             Counter::Fixed(i) => r::RDPMC_FIXED | u32::from(i),
         })
+    }
+
+    /// v2+: the event selects (EN set) and FIXED_CTR_CTRL, then the slots' status bits
+    /// cleared; one GLOBAL_CTRL write starts (the slots' bits) or stops (0) them all. v1: the
+    /// event selects with EN clear, rewritten with EN set to start and clear to stop.
+    fn switch_plan(
+        &self,
+        slots: &[(Counter, EventSelect, Modifiers)],
+    ) -> Result<SwitchPlan, PmuError> {
+        let global = self.has_global();
+        let mut plan = SwitchPlan {
+            program: Vec::new(),
+            counter_write: Vec::new(),
+            enable: Vec::new(),
+            disable: Vec::new(),
+            rdpmc: Vec::new(),
+            overflow: None,
+        };
+        let mut set = CounterSet::EMPTY;
+        let mut fixed_ctrl = 0u64;
+        for (counter, select, modifiers) in slots {
+            let counter = *counter;
+            self.check(counter)?;
+            if set.contains(counter) {
+                return Err(PmuError::WrongCounter(counter));
+            }
+            if select.any_thread && !self.caps.any_thread {
+                return Err(any_thread_error());
+            }
+            set = set.union(CounterSet::one(counter));
+            match counter {
+                Counter::Gp(n) => {
+                    let value = encode::intel_perfevtsel(select, modifiers, global)
+                        .map_err(PmuError::Encode)?;
+                    let evtsel = r::PERFEVTSEL0 + u32::from(n);
+                    plan.program.push((evtsel, value));
+                    if !global {
+                        plan.enable.push((evtsel, value | EN));
+                        plan.disable.push((evtsel, value & !EN));
+                    }
+                    plan.counter_write
+                        .push((self.gp_write_msr(n), self.caps.full_width_write));
+                }
+                Counter::Fixed(i) => {
+                    if !select.is_plain() || !fixed_counts(i, select) {
+                        return Err(PmuError::WrongCounter(counter));
+                    }
+                    let field = FixedCtrl::from_modifiers(modifiers, select.any_thread)
+                        .map_err(PmuError::Encode)?;
+                    fixed_ctrl |= field.register_bits(i).map_err(PmuError::Encode)?;
+                    plan.counter_write.push((r::FIXED_CTR0 + u32::from(i), true));
+                }
+            }
+            plan.rdpmc.push(match counter {
+                Counter::Gp(n) => u32::from(n),
+                Counter::Fixed(i) => r::RDPMC_FIXED | u32::from(i),
+            });
+        }
+        if set.fixed != 0 {
+            plan.program.push((r::FIXED_CTR_CTRL, fixed_ctrl));
+        }
+        if global {
+            let bits = set.to_intel_global();
+            plan.program.push((r::PERF_GLOBAL_OVF_CTRL, bits));
+            plan.enable.push((r::PERF_GLOBAL_CTRL, bits));
+            plan.disable.push((r::PERF_GLOBAL_CTRL, 0));
+            plan.overflow = Some(OverflowStatus {
+                status: r::PERF_GLOBAL_STATUS,
+                clear: r::PERF_GLOBAL_OVF_CTRL,
+                bits: slots
+                    .iter()
+                    .map(|(c, _, _)| CounterSet::one(*c).to_intel_global())
+                    .collect(),
+            });
+        }
+        Ok(plan)
     }
 }

@@ -12,6 +12,7 @@
 //! | `backend`   | the `PmuBackend` trait and its types                                  |
 //! | `intel`     | Intel architectural PMU, versions 1-5                                 |
 //! | `amd`       | AMD legacy, PerfCtrExtCore and PerfMonV2                              |
+//! | `switch`    | a task switch's PMU work as MSR lists, replayed without the backend   |
 //! | `tsc_only`  | no programmable counters: only the TSC                                |
 //! | `discovery` | CPUID + probing -> capabilities and the backend to use, with reasons  |
 //! | `sim`       | (tests) a simulated PMU with the documented semantics                 |
@@ -22,6 +23,7 @@ pub mod discovery;
 pub mod intel;
 pub mod msr;
 pub mod regs;
+pub mod switch;
 pub mod tsc_only;
 
 #[cfg(test)]

@@ -7,6 +7,8 @@
 //! - `hwslots`: a task's hardware counters around its runs (program, switch in / out) on any
 //!   PMU backend, host-tested on the simulated PMU, and the validation of `counters_configure`
 //!   (wired into `run`);
+//! - `hwswitch`: the fast switch of a task's hardware counters (save and restore from MSR lists
+//!   the backend made once), host-tested on the simulated PMU;
 //! - `abi`: syscall numbers, error codes, fixed user addresses, the pure parts of the syscalls;
 //! - `ring3` (bare metal only): what the runners share (`write`, user-mode `fault` records,
 //!   interrupts taken in ring 3);
@@ -18,6 +20,7 @@
 pub mod abi;
 pub mod elf;
 pub mod hwslots;
+pub mod hwswitch;
 #[cfg(target_os = "none")]
 pub mod ring3;
 #[cfg(target_os = "none")]

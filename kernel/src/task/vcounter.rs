@@ -7,8 +7,27 @@
 //! - `start`: the raw counter reading at the last switch-in or sample.
 //!
 //! While the task runs, its value is `sum + widen(start, now, width)`; while it is switched out,
-//! it is `sum`. Events that happen on the counter while the task is switched out (other tasks,
-//! the kernel) never reach `sum`, because the next switch-in records a new `start`.
+//! it is `sum + widen(start, held, width)`, where `held` is the raw reading at the switch-out.
+//! Events that happen on the counter while the task is switched out (other tasks, the kernel)
+//! never reach the task: either the next switch-in records a new `start` (the general protocol
+//! below), or it writes `held` back into the counter, which then goes on from where the task
+//! left it (the task switch's fast protocol, `task::hwswitch`).
+//!
+//! # The fast protocol (restore instead of fold)
+//!
+//! | when                         | call                                    |
+//! |------------------------------|-----------------------------------------|
+//! | switch-in                    | the counters are set to [`held`](VirtualCounters::held) (or still hold it), then [`VirtualCounters::resume_held`] |
+//! | switch-out                   | the raw readings go into [`held_mut`](VirtualCounters::held_mut), then [`VirtualCounters::suspend_held`] |
+//! | a counter wrapped in the run | [`VirtualCounters::fold_wrapped`] (after `suspend_held`) |
+//! | a counter cannot take `held` | [`VirtualCounters::rebase`] to a value it can take |
+//!
+//! Nothing is folded at a switch: `sum` and `start` (what the counter page publishes) stay as
+//! they are, so a switch rewrites nothing but the counters. The one condition is the one every
+//! widening has: a counter must not pass `start` again unnoticed. The switch-out sees every
+//! wrap of the raw counter (its overflow status bit, or a reading below `held`) and folds the
+//! slot then, so fewer than 2^width events per run in ring 3 is enough (module section
+//! "Wrap-around").
 //!
 //! # The scheduler's protocol
 //!
@@ -134,8 +153,8 @@ pub struct Slot {
     pub width: u8,
     /// The task's 64-bit virtual count, as of the last switch-out or sample.
     pub sum: u64,
-    /// The raw counter reading (masked to the width) at the last switch-in or sample; meaningful
-    /// only while the task runs.
+    /// The raw counter reading (masked to the width) from which `sum` misses the events: the
+    /// last switch-in, sample, fold or rebase.
     pub start: u64,
 }
 
@@ -146,6 +165,11 @@ impl Slot {
         sum: 0,
         start: 0,
     };
+
+    /// `sum + widen(start, raw)`.
+    fn value_at(&self, raw: u64) -> u64 {
+        self.sum.wrapping_add(widen(self.start, raw, self.width))
+    }
 }
 
 /// The virtual TSC of a task: the sum of the TSC deltas while the task ran.
@@ -186,10 +210,18 @@ pub struct VirtualCounters {
     /// `slots[..len]` are configured; the rest are [`Slot::EMPTY`].
     slots: [Slot; MAX_SLOTS],
     len: u8,
+    /// The raw reading of each slot's counter when the task was last switched out (or its
+    /// `start`, after any operation that folds): a switched-out slot's value is
+    /// `sum + widen(start, held)`. An array of its own, so the switch's RDPMC list writes it
+    /// directly ([`VirtualCounters::held_mut`]).
+    held: [u64; MAX_SLOTS],
     tsc: VirtualTsc,
     /// Switched in: `start` values are live.
     running: bool,
     generation: u64,
+    /// Bumped by every change of a slot's `sum` or `start` (what the counter page publishes for
+    /// the slots), so the runner republishes the page only when it changed.
+    published: u64,
 }
 
 impl Default for VirtualCounters {
@@ -204,9 +236,11 @@ impl VirtualCounters {
         VirtualCounters {
             slots: [Slot::EMPTY; MAX_SLOTS],
             len: 0,
+            held: [0; MAX_SLOTS],
             tsc: VirtualTsc { sum: 0, start: 0 },
             running: false,
             generation: 0,
+            published: 0,
         }
     }
 
@@ -242,6 +276,29 @@ impl VirtualCounters {
 
     pub fn generation(&self) -> u64 {
         self.generation
+    }
+
+    /// Changes whenever a slot's `sum` or `start` changes (module docs: what the counter page
+    /// publishes); equal values mean the page's slots are still right.
+    pub fn slots_version(&self) -> u64 {
+        self.published
+    }
+
+    fn slots_changed(&mut self) {
+        self.published = self.published.wrapping_add(1);
+    }
+
+    /// The raw reading of each slot's counter at the last switch-out, in slot order (the fast
+    /// protocol's values to write back at the switch-in).
+    pub fn held(&self) -> &[u64] {
+        &self.held[..self.len()]
+    }
+
+    /// Where the switch-out's readings go (the fast protocol): one per slot, in slot order;
+    /// then [`suspend_held`](Self::suspend_held).
+    pub fn held_mut(&mut self) -> &mut [u64] {
+        let n = self.len();
+        &mut self.held[..n]
     }
 
     /// The hardware counters the slots run on (what the scheduler enables at switch-in and
@@ -286,10 +343,12 @@ impl VirtualCounters {
             };
         }
         self.slots = new;
+        self.held = [0; MAX_SLOTS];
         // At most MAX_SLOTS (16): fits.
         self.len = u8::try_from(slots.len()).unwrap_or(0);
         self.tsc = VirtualTsc::default();
         self.generation = self.generation.wrapping_add(1);
+        self.slots_changed();
         Ok(())
     }
 
@@ -300,12 +359,15 @@ impl VirtualCounters {
         if self.running {
             return Err(VcError::Running);
         }
-        for s in self.slots_mut() {
+        // The counters hold `held`: counting goes on from there.
+        let held = self.held;
+        for (s, &h) in self.slots_mut().iter_mut().zip(&held) {
             s.sum = 0;
-            s.start = 0;
+            s.start = h;
         }
         self.tsc = VirtualTsc::default();
         self.generation = self.generation.wrapping_add(1);
+        self.slots_changed();
         Ok(())
     }
 
@@ -324,7 +386,7 @@ impl VirtualCounters {
     /// every slot as it is (each slot's own `start`): for a task whose slots do not count while
     /// its virtual TSC does (its hardware counts were lost).
     pub fn held_readings(&self) -> alloc::vec::Vec<u64> {
-        self.slots().iter().map(|s| s.start).collect()
+        self.held().to_vec()
     }
 
     /// Switch-in: the counters now count for this task. `raw` holds the raw reading of every
@@ -334,11 +396,93 @@ impl VirtualCounters {
             return Err(VcError::Running);
         }
         self.check_readings(raw)?;
-        for (s, &now) in self.slots_mut().iter_mut().zip(raw) {
+        // The counters may hold anything now: what the last run left (`held`) is folded in,
+        // and counting goes on from `raw`.
+        let len = self.len();
+        for ((s, &now), h) in self.slots[..len].iter_mut().zip(raw).zip(&mut self.held) {
+            s.sum = s.value_at(*h);
             s.start = now & mask(s.width);
+            *h = s.start;
         }
         self.tsc.start = tsc;
         self.running = true;
+        self.slots_changed();
+        Ok(())
+    }
+
+    /// Switch-in, fast protocol: every slot's counter holds exactly [`held`](Self::held) (it
+    /// was written back, or nobody touched it since the switch-out), so counting goes on from
+    /// `start` as it was; `tsc` starts the virtual TSC. Nothing the page publishes changes.
+    pub fn resume_held(&mut self, tsc: u64) -> Result<(), VcError> {
+        if self.running {
+            return Err(VcError::Running);
+        }
+        self.tsc.start = tsc;
+        self.running = true;
+        Ok(())
+    }
+
+    /// Switch-out, fast protocol: the readings are in [`held_mut`](Self::held_mut) already;
+    /// nothing is folded (`sum` and `start` stay), the virtual TSC adds the run up to `tsc`.
+    /// Then the caller folds every slot whose counter wrapped during the run
+    /// ([`fold_wrapped`](Self::fold_wrapped)).
+    pub fn suspend_held(&mut self, tsc: u64) -> Result<(), VcError> {
+        if !self.running {
+            return Err(VcError::NotRunning);
+        }
+        self.tsc.sum = self.tsc.sum.wrapping_add(tsc.wrapping_sub(self.tsc.start));
+        self.tsc.start = tsc;
+        self.running = false;
+        Ok(())
+    }
+
+    /// Slot `i`'s counter wrapped (passed 2^width - 1 -> 0) once since `start` was last set,
+    /// and the task is switched out with the reading in `held`: the events since `start` are
+    /// folded into `sum` exactly (a wrap with `held >= start` means a full turn more than
+    /// `widen` sees) and `held` becomes the new `start`. Exact when fewer than 2^width events
+    /// happened since the last check (one per switch-out).
+    pub fn fold_wrapped(&mut self, i: usize) -> Result<(), VcError> {
+        if self.running {
+            return Err(VcError::Running);
+        }
+        let Some(&h) = self.held.get(i).filter(|_| i < self.len()) else {
+            return Err(VcError::Readings {
+                expected: self.len(),
+                got: i,
+            });
+        };
+        let s = &mut self.slots[i];
+        let h = h & mask(s.width);
+        let turn = if h >= s.start {
+            mask(s.width).wrapping_add(1)
+        } else {
+            0
+        };
+        s.sum = s.value_at(h).wrapping_add(turn);
+        s.start = h;
+        self.slots_changed();
+        Ok(())
+    }
+
+    /// Slot `i`'s counter will be set to `raw` instead of `held` (it cannot take `held`, or a
+    /// diagnostic presets it): the value so far is folded into `sum`, and `start` and `held`
+    /// become `raw`. The task must be switched out.
+    pub fn rebase(&mut self, i: usize, raw: u64) -> Result<(), VcError> {
+        if self.running {
+            return Err(VcError::Running);
+        }
+        if i >= self.len() {
+            return Err(VcError::Readings {
+                expected: self.len(),
+                got: i,
+            });
+        }
+        let h = self.held[i];
+        let s = &mut self.slots[i];
+        s.sum = s.value_at(h);
+        s.start = raw & mask(s.width);
+        self.held[i] = s.start;
+        self.slots_changed();
         Ok(())
     }
 
@@ -356,12 +500,15 @@ impl VirtualCounters {
     /// Folds the events since the last reading into the sums and makes `raw` / `tsc` the new
     /// starting point.
     fn fold(&mut self, raw: &[u64], tsc: u64) {
-        for (s, &now) in self.slots_mut().iter_mut().zip(raw) {
+        let len = self.len();
+        for ((s, &now), h) in self.slots[..len].iter_mut().zip(raw).zip(&mut self.held) {
             s.sum = s.sum.wrapping_add(widen(s.start, now, s.width));
             s.start = now & mask(s.width);
+            *h = s.start;
         }
         self.tsc.sum = self.tsc.sum.wrapping_add(tsc.wrapping_sub(self.tsc.start));
         self.tsc.start = tsc;
+        self.slots_changed();
     }
 
     /// Switch-out: adds the events since the last switch-in or sample to the sums. `raw` and
@@ -392,8 +539,8 @@ impl VirtualCounters {
     /// since then is not included: see [`VirtualCounters::read_running`]).
     pub fn values(&self) -> Values {
         let mut counters = [0; MAX_SLOTS];
-        for (v, s) in counters.iter_mut().zip(self.slots()) {
-            *v = s.sum;
+        for ((v, s), &h) in counters.iter_mut().zip(self.slots()).zip(&self.held) {
+            *v = s.value_at(h);
         }
         Values {
             len: self.len,
@@ -413,7 +560,7 @@ impl VirtualCounters {
         }
         self.check_readings(raw)?;
         for ((v, s), &now) in values.counters.iter_mut().zip(self.slots()).zip(raw) {
-            *v = s.sum.wrapping_add(widen(s.start, now, s.width));
+            *v = s.value_at(now);
         }
         values.tsc = self.tsc.sum.wrapping_add(tsc.wrapping_sub(self.tsc.start));
         Ok(values)
@@ -440,10 +587,12 @@ impl VirtualCounters {
         if !same {
             return Err(VcError::ConfigMismatch);
         }
-        for (p, c) in self.slots_mut().iter_mut().zip(child.slots()) {
-            p.sum = p.sum.wrapping_add(c.sum);
+        let counts = child.values();
+        for (p, c) in self.slots_mut().iter_mut().zip(counts.counters()) {
+            p.sum = p.sum.wrapping_add(*c);
         }
         self.tsc.sum = self.tsc.sum.wrapping_add(child.tsc.sum);
+        self.slots_changed();
         Ok(())
     }
 

@@ -1,0 +1,126 @@
+//! A task switch's PMU work as lists of MSR writes and RDPMC indices, computed once per counter
+//! configuration by the backend ([`super::backend::PmuBackend::switch_plan`]) and replayed at
+//! every switch by `task::hwswitch` through [`BatchMsr`]: no backend call, no lock, no
+//! allocation, no decision per counter at switch time.
+//!
+//! A plan assumes the task owns the PMU while it runs (the task runner's rule: no other
+//! counter counts while a task is in ring 3, and everything is stopped while the kernel runs).
+//! So enabling writes the task's counters alone into the global control (Intel v2+, AMD
+//! PerfMonV2), or sets EN in each event select (Intel v1, AMD legacy), and disabling stops
+//! everything.
+
+use alloc::vec::Vec;
+
+use super::msr::{Msr, MsrFault, RecordingMsr};
+
+/// The most MSRs in one list (the unrolled blocks of `baremark-hw`'s batched door).
+pub const LIST_MAX: usize = 24;
+
+/// The overflow status register of a PMU that has one, and each slot's bit in it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OverflowStatus {
+    /// Read to see which counters wrapped (Intel GLOBAL_STATUS, AMD PerfCntrGlobalStatus).
+    pub status: u32,
+    /// Written with the bits to clear them (Intel GLOBAL_OVF_CTRL / STATUS_RESET, AMD
+    /// PerfCntrGlobalStatusClr).
+    pub clear: u32,
+    /// Slot i's bit.
+    pub bits: Vec<u64>,
+}
+
+/// What a switch does to the PMU for one task's counters (slot i on the i-th counter given to
+/// `switch_plan`). Lists are written **last element first** (the batched door's order): the
+/// order within `program` does not matter (everything is stopped), the other lists hold one
+/// write on PMUs with a global control.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SwitchPlan {
+    /// Loads the slots' events with the counters stopped, and clears their overflow status
+    /// bits: a switch-in after anything else used the counters.
+    pub program: Vec<(u32, u64)>,
+    /// Slot i's counter is set by writing MSR `counter_write[i].0`; `.1`: that write takes
+    /// any value below 2^width (else, Intel without FW_WRITE, only values that survive the
+    /// sign extension of bit 31).
+    pub counter_write: Vec<(u32, bool)>,
+    /// Starts the slots' counters.
+    pub enable: Vec<(u32, u64)>,
+    /// Stops them (and every other counter).
+    pub disable: Vec<(u32, u64)>,
+    /// RDPMC ECX of slot i's counter (the kernel's reads at the switch-out).
+    pub rdpmc: Vec<u32>,
+    /// `None`: no status register (Intel v1, AMD legacy): a wrap shows as a reading below the
+    /// last one.
+    pub overflow: Option<OverflowStatus>,
+}
+
+/// MSR access in lists, for the switch: [`Msr`] plus a checked list type. On the machine
+/// (`counters::HwMsr`) a list's MSRs are checked against the kernel's writable set once,
+/// when it is made, and a list is written by one call with no per-write check; here, on the
+/// host, lists are plain and replayed through [`Msr::write`].
+pub trait BatchMsr: Msr {
+    /// A list of MSRs, checked for writing.
+    type List: Clone + core::fmt::Debug;
+    /// The list of `msrs` (at most [`LIST_MAX`]); refused if one may not be written.
+    fn list(&self, msrs: &[u32]) -> Result<Self::List, MsrFault>;
+    /// Writes `values[i]` to the list's MSR i, last element first.
+    fn write_list(&mut self, list: &Self::List, values: &[u64]) -> Result<(), MsrFault>;
+    /// RDPMC with `ecx[i]` into `out[i]`, last element first.
+    fn rdpmc_list(&mut self, ecx: &[u32], out: &mut [u64]) -> Result<(), MsrFault>;
+}
+
+/// A host list: the MSRs, replayed one [`Msr::write`] at a time.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlainList(pub Vec<u32>);
+
+fn plain_list(msrs: &[u32]) -> Result<PlainList, MsrFault> {
+    if msrs.len() > LIST_MAX {
+        return Err(MsrFault::Protected);
+    }
+    Ok(PlainList(msrs.to_vec()))
+}
+
+fn replay_writes(msr: &mut impl Msr, list: &PlainList, values: &[u64]) -> Result<(), MsrFault> {
+    if values.len() < list.0.len() {
+        return Err(MsrFault::Protected);
+    }
+    for (&m, &v) in list.0.iter().zip(values).rev() {
+        msr.write(m, v)?;
+    }
+    Ok(())
+}
+
+fn replay_rdpmc(msr: &mut impl Msr, ecx: &[u32], out: &mut [u64]) -> Result<(), MsrFault> {
+    if out.len() < ecx.len() || ecx.len() > LIST_MAX {
+        return Err(MsrFault::Protected);
+    }
+    for (&e, o) in ecx.iter().zip(out.iter_mut()).rev() {
+        *o = msr.rdpmc(e)?;
+    }
+    Ok(())
+}
+
+impl<M: Msr> BatchMsr for RecordingMsr<M> {
+    type List = PlainList;
+    fn list(&self, msrs: &[u32]) -> Result<PlainList, MsrFault> {
+        plain_list(msrs)
+    }
+    fn write_list(&mut self, list: &PlainList, values: &[u64]) -> Result<(), MsrFault> {
+        replay_writes(self, list, values)
+    }
+    fn rdpmc_list(&mut self, ecx: &[u32], out: &mut [u64]) -> Result<(), MsrFault> {
+        replay_rdpmc(self, ecx, out)
+    }
+}
+
+#[cfg(test)]
+impl BatchMsr for super::sim::SimPmu {
+    type List = PlainList;
+    fn list(&self, msrs: &[u32]) -> Result<PlainList, MsrFault> {
+        plain_list(msrs)
+    }
+    fn write_list(&mut self, list: &PlainList, values: &[u64]) -> Result<(), MsrFault> {
+        replay_writes(self, list, values)
+    }
+    fn rdpmc_list(&mut self, ecx: &[u32], out: &mut [u64]) -> Result<(), MsrFault> {
+        replay_rdpmc(self, ecx, out)
+    }
+}

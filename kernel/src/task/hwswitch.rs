@@ -1,0 +1,506 @@
+//! The task switch for hardware counters, fast protocol: a task's counters are saved at the
+//! switch-out (stop, one RDPMC each) and restored at the switch-in (the values written back,
+//! then started), as perfctr and Linux do, from MSR lists the backend computed once per
+//! configuration ([`crate::pmu::switch::SwitchPlan`]). Nothing is folded at a switch, so the
+//! counter page does not change either (`vcounter` module docs, "The fast protocol").
+//!
+//! | switch      | writes                                           | reads                  |
+//! |-------------|--------------------------------------------------|------------------------|
+//! | in, counters still the task's | enable (one GLOBAL_CTRL write on v2+)  | -                      |
+//! | in, after another task | program (event selects, fixed control, status clear), each counter's saved value, enable | - |
+//! | out         | disable (one write on v2+)                       | one RDPMC per counter, GLOBAL_STATUS (v2+) |
+//!
+//! "Still the task's" (`loaded`) is the runner's business (`run::hw`): the counters hold this
+//! task's events and the values it left, because nothing touched them since its switch-out.
+//!
+//! Wraps: a counter that wrapped during the run (its status bit; without a status register, a
+//! reading below the one before) is folded at the switch-out
+//! ([`VirtualCounters::fold_wrapped`]), which keeps the 64-bit value exact for fewer than
+//! 2^width events per run. A counter that cannot take its saved value back (Intel without
+//! FW_WRITE: only sign-extended 32-bit values) is rebased to 0 instead
+//! ([`VirtualCounters::rebase`]).
+//!
+//! Generic over [`BatchMsr`], so it is host-tested on the simulated PMU against the general
+//! protocol of `hwslots`.
+
+use core::fmt;
+
+use super::vcounter::{MAX_SLOTS, VcError, VirtualCounters};
+use crate::pmu::msr::MsrFault;
+use crate::pmu::switch::{BatchMsr, LIST_MAX, SwitchPlan};
+
+/// What went wrong in a switch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SwitchError {
+    Msr(MsrFault),
+    Counters(VcError),
+    /// The plan has more slots or writes than a switch handles.
+    TooLarge,
+    /// The diagnostic preset does not fit the counter's write (Intel without FW_WRITE).
+    PresetUnwritable { slot: usize },
+}
+
+impl fmt::Display for SwitchError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SwitchError::Msr(e) => write!(f, "PMU: {e:?}"),
+            SwitchError::Counters(e) => write!(f, "virtual counters: {e}"),
+            SwitchError::TooLarge => write!(f, "more counters than a switch handles"),
+            SwitchError::PresetUnwritable { slot } => {
+                write!(f, "slot {slot}: the preset value cannot be written to its counter")
+            }
+        }
+    }
+}
+
+impl From<MsrFault> for SwitchError {
+    fn from(e: MsrFault) -> Self {
+        SwitchError::Msr(e)
+    }
+}
+
+impl From<VcError> for SwitchError {
+    fn from(e: VcError) -> Self {
+        SwitchError::Counters(e)
+    }
+}
+
+/// A list of writes: the checked MSRs and their values.
+#[derive(Clone, Debug)]
+struct Writes<L> {
+    list: L,
+    values: [u64; LIST_MAX],
+}
+
+impl<L> Writes<L> {
+    fn new<M: BatchMsr<List = L>>(msr: &M, writes: &[(u32, u64)]) -> Result<Self, SwitchError> {
+        if writes.len() > LIST_MAX {
+            return Err(SwitchError::TooLarge);
+        }
+        let mut msrs = [0u32; LIST_MAX];
+        let mut values = [0u64; LIST_MAX];
+        for (i, &(m, v)) in writes.iter().enumerate() {
+            msrs[i] = m;
+            values[i] = v;
+        }
+        Ok(Writes {
+            list: msr.list(&msrs[..writes.len()])?,
+            values,
+        })
+    }
+}
+
+/// The overflow status register, checked at every switch-out.
+#[derive(Clone, Debug)]
+struct Status<L> {
+    status: u32,
+    clear: L,
+    /// Slot i's bit.
+    bits: [u64; MAX_SLOTS],
+    /// All the slots' bits.
+    mask: u64,
+}
+
+/// One task's switch, made from its plan once per configuration.
+#[derive(Clone, Debug)]
+pub struct TaskSwitch<L> {
+    slots: usize,
+    program: Writes<L>,
+    /// Each slot's counter MSR (slot order), for the saved values.
+    restore: L,
+    /// Slot i's counter takes only sign-extended 32-bit values (Intel without FW_WRITE).
+    legacy_write: [bool; MAX_SLOTS],
+    enable: Writes<L>,
+    disable: Writes<L>,
+    rdpmc: [u32; MAX_SLOTS],
+    status: Option<Status<L>>,
+}
+
+/// Whether a legacy Intel counter write (bits 31:0, sign-extended) sets a `width`-bit counter
+/// to `value`.
+fn legacy_writable(value: u64, width: u8) -> bool {
+    let mask = if width >= 64 {
+        u64::MAX
+    } else {
+        (1u64 << width) - 1
+    };
+    (value as u32 as i32 as i64 as u64) & mask == value
+}
+
+impl<L: Clone> TaskSwitch<L> {
+    /// The switch for `plan` (its lists checked by `msr`).
+    pub fn new<M: BatchMsr<List = L>>(msr: &M, plan: &SwitchPlan) -> Result<Self, SwitchError> {
+        let slots = plan.rdpmc.len();
+        if slots > MAX_SLOTS || plan.counter_write.len() != slots {
+            return Err(SwitchError::TooLarge);
+        }
+        let mut restore = [0u32; MAX_SLOTS];
+        let mut legacy_write = [false; MAX_SLOTS];
+        for (i, &(m, full)) in plan.counter_write.iter().enumerate() {
+            restore[i] = m;
+            legacy_write[i] = !full;
+        }
+        let mut rdpmc = [0u32; MAX_SLOTS];
+        rdpmc[..slots].copy_from_slice(&plan.rdpmc);
+        let status = match &plan.overflow {
+            Some(o) => {
+                if o.bits.len() != slots {
+                    return Err(SwitchError::TooLarge);
+                }
+                let mut bits = [0u64; MAX_SLOTS];
+                bits[..slots].copy_from_slice(&o.bits);
+                Some(Status {
+                    status: o.status,
+                    clear: msr.list(&[o.clear])?,
+                    bits,
+                    mask: o.bits.iter().fold(0, |a, b| a | b),
+                })
+            }
+            None => None,
+        };
+        Ok(TaskSwitch {
+            slots,
+            program: Writes::new(msr, &plan.program)?,
+            restore: msr.list(&restore[..slots])?,
+            legacy_write,
+            enable: Writes::new(msr, &plan.enable)?,
+            disable: Writes::new(msr, &plan.disable)?,
+            rdpmc,
+            status,
+        })
+    }
+
+    /// Switch-in: unless `loaded` (the counters still hold this task's events and the values
+    /// it left), its events are loaded and its saved values written back; then its counters
+    /// start and `vc` resumes (`tsc`: the virtual TSC's provisional start). `preset` (a
+    /// diagnostic, 0: off) sets every counter that many events below its wrap instead.
+    /// `vc` must be switched out and configured for this plan's slots.
+    pub fn switch_in<M: BatchMsr<List = L>>(
+        &self,
+        msr: &mut M,
+        vc: &mut VirtualCounters,
+        loaded: bool,
+        preset: u64,
+        tsc: u64,
+    ) -> Result<(), SwitchError> {
+        if vc.len() != self.slots {
+            return Err(SwitchError::Counters(VcError::Readings {
+                expected: self.slots,
+                got: vc.len(),
+            }));
+        }
+        if !loaded || preset != 0 {
+            if !loaded {
+                msr.write_list(&self.program.list, &self.program.values)?;
+            }
+            for i in 0..self.slots {
+                let width = vc.slots()[i].width;
+                if preset != 0 {
+                    let wrap = if width >= 64 { 0 } else { 1u64 << width };
+                    let value = wrap.wrapping_sub(preset);
+                    if self.legacy_write[i] && !legacy_writable(value, width) {
+                        return Err(SwitchError::PresetUnwritable { slot: i });
+                    }
+                    vc.rebase(i, value)?;
+                } else if self.legacy_write[i] && !legacy_writable(vc.held()[i], width) {
+                    vc.rebase(i, 0)?;
+                }
+            }
+            msr.write_list(&self.restore, vc.held())?;
+        }
+        msr.write_list(&self.enable.list, &self.enable.values)?;
+        vc.resume_held(tsc)?;
+        Ok(())
+    }
+
+    /// Switch-out: the counters stop, each is read into `vc`'s saved values, `vc` suspends at
+    /// `tsc`, and any counter that wrapped during the run is folded (and its status bit
+    /// cleared). `vc.slots_version()` changes exactly when something was folded.
+    pub fn switch_out<M: BatchMsr<List = L>>(
+        &self,
+        msr: &mut M,
+        vc: &mut VirtualCounters,
+        tsc: u64,
+    ) -> Result<(), SwitchError> {
+        let n = self.slots;
+        if vc.len() != n {
+            return Err(SwitchError::Counters(VcError::Readings {
+                expected: n,
+                got: vc.len(),
+            }));
+        }
+        msr.write_list(&self.disable.list, &self.disable.values)?;
+        match &self.status {
+            Some(st) => {
+                msr.rdpmc_list(&self.rdpmc[..n], vc.held_mut())?;
+                vc.suspend_held(tsc)?;
+                let wrapped = msr.read(st.status)? & st.mask;
+                if wrapped != 0 {
+                    for i in 0..n {
+                        if wrapped & st.bits[i] != 0 {
+                            vc.fold_wrapped(i)?;
+                        }
+                    }
+                    msr.write_list(&st.clear, &[wrapped])?;
+                }
+            }
+            None => {
+                let mut raw = [0u64; MAX_SLOTS];
+                msr.rdpmc_list(&self.rdpmc[..n], &mut raw)?;
+                let mut wrapped = [false; MAX_SLOTS];
+                for (i, w) in wrapped.iter_mut().enumerate().take(n) {
+                    let width = vc.slots()[i].width;
+                    let mask = if width >= 64 {
+                        u64::MAX
+                    } else {
+                        (1u64 << width) - 1
+                    };
+                    raw[i] &= mask;
+                    *w = raw[i] < vc.held()[i];
+                }
+                vc.held_mut().copy_from_slice(&raw[..n]);
+                vc.suspend_held(tsc)?;
+                for (i, &w) in wrapped.iter().enumerate().take(n) {
+                    if w {
+                        vc.fold_wrapped(i)?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use alloc::vec::Vec;
+
+    use events::event::{EventSelect, Modifiers};
+
+    use super::*;
+    use crate::pmu::amd::AmdPmu;
+    use crate::pmu::backend::{Counter, PmuBackend};
+    use crate::pmu::intel::IntelArchPmu;
+    use crate::pmu::msr::RecordingMsr;
+    use crate::pmu::sim::{AmdFlavour, IntelConfig, SimPmu};
+
+    /// Every counter of the PMU: instructions on each GP counter (the first task) or branches
+    /// (the second), and each fixed counter.
+    fn all_slots(backend: &dyn PmuBackend, code: u16) -> Vec<(Counter, EventSelect, Modifiers)> {
+        let caps = *backend.caps();
+        let usr = Modifiers {
+            usr: true,
+            os: false,
+            ..Modifiers::default()
+        };
+        let gp = (0..caps.gp_counters).map(|n| (Counter::Gp(n), EventSelect::new(code, 0), usr));
+        let fixed = (0..16u8)
+            .filter(|&i| caps.has_fixed(i))
+            .map(|i| (Counter::Fixed(i), EventSelect::new(0, i + 1), usr));
+        gp.chain(fixed).take(MAX_SLOTS).collect()
+    }
+
+    fn width(backend: &dyn PmuBackend, c: Counter) -> u8 {
+        backend.width(c)
+    }
+
+    /// Two tasks with every counter of the PMU take turns (a task sometimes runs twice in a
+    /// row: its counters are then still loaded); each run counts a different number of events
+    /// on each counter, some runs close to 2^width, and the counters start near their wrap.
+    /// Each task's 64-bit values must be exactly its own events, never the other's or the
+    /// kernel's, through every wrap; and they must match the general protocol (`hwslots`) run
+    /// on a second simulated PMU with the same events.
+    fn time_share(backend: &mut dyn PmuBackend, sim: &mut SimPmu) {
+        backend.reset(sim).unwrap();
+        let plans: Vec<_> = [0xc0u16, 0xc4]
+            .iter()
+            .map(|&code| all_slots(backend, code))
+            .collect();
+        let n = plans[0].len();
+        let mut tasks = [VirtualCounters::new(), VirtualCounters::new()];
+        let mut switches = Vec::new();
+        for (t, plan) in plans.iter().enumerate() {
+            let widths: Vec<_> = plan.iter().map(|s| (s.0, width(backend, s.0))).collect();
+            tasks[t].configure(&widths).unwrap();
+            let sp = backend.switch_plan(plan).unwrap();
+            assert_eq!(sp.rdpmc.len(), n);
+            switches.push(TaskSwitch::new(sim, &sp).unwrap());
+        }
+        // The counters start a few events below their wrap.
+        for (c, _, _) in &plans[0] {
+            let w = width(backend, *c);
+            backend.write(sim, *c, (1u64 << w) - 3).unwrap_or(());
+        }
+        let mut own = [[0u64; MAX_SLOTS]; 2];
+        let mut loaded: Option<usize> = None;
+        let mut tsc = 1u64 << 40;
+        for round in 0..300u64 {
+            let t = usize::from(round % 3 == 2);
+            for (c, _, _) in &plans[t] {
+                sim.count(*c, 11); // the kernel's: never counted
+            }
+            switches[t]
+                .switch_in(sim, &mut tasks[t], loaded == Some(t), 0, tsc)
+                .unwrap();
+            loaded = Some(t);
+            for (i, (c, _, _)) in plans[t].iter().enumerate() {
+                assert!(sim.is_counting(*c), "round {round}: {c} enabled");
+                let w = width(backend, *c);
+                // Mostly small runs; every 7th run on slot 0 nearly a whole turn.
+                let k = if round % 7 == 3 && i == 0 {
+                    (1u64 << w) - 1 - round
+                } else {
+                    1 + (round * 7919 + i as u64 * 31) % 5000
+                };
+                sim.count(*c, k);
+                own[t][i] = own[t][i].wrapping_add(k);
+            }
+            tsc += 100;
+            switches[t].switch_out(sim, &mut tasks[t], tsc).unwrap();
+            for (c, _, _) in &plans[t] {
+                assert!(!sim.is_counting(*c), "round {round}: {c} stopped");
+                sim.count(*c, 7);
+            }
+            tsc += 10;
+            for (u, vc) in tasks.iter().enumerate() {
+                for i in 0..n {
+                    assert_eq!(
+                        vc.values().get(i),
+                        Some(own[u][i]),
+                        "round {round}: task {u} slot {i}"
+                    );
+                }
+            }
+        }
+        assert_eq!(tasks[0].values().tsc + tasks[1].values().tsc, 300 * 100);
+    }
+
+    #[test]
+    fn intel_v4_every_counter_time_shares_exactly() {
+        let mut sim = SimPmu::intel(IntelConfig::V4_SKYLAKE);
+        let mut pmu = IntelArchPmu::new(sim.caps());
+        time_share(&mut pmu, &mut sim);
+    }
+
+    #[test]
+    fn intel_v5_every_counter_time_shares_exactly() {
+        let mut sim = SimPmu::intel(IntelConfig::V5);
+        let mut pmu = IntelArchPmu::new(sim.caps());
+        time_share(&mut pmu, &mut sim);
+    }
+
+    /// Without FW_WRITE the saved values above 2^31 cannot be written back: rebased to 0.
+    #[test]
+    fn intel_without_full_width_writes_time_shares_exactly() {
+        for config in [IntelConfig::V2, IntelConfig::V3] {
+            let mut sim = SimPmu::intel(config);
+            let mut pmu = IntelArchPmu::new(sim.caps());
+            time_share(&mut pmu, &mut sim);
+        }
+    }
+
+    /// v1: no global control (EN in each event select) and no status (a wrap is a reading
+    /// below the last).
+    #[test]
+    fn intel_v1_time_shares_exactly() {
+        let mut sim = SimPmu::intel(IntelConfig::V1);
+        let mut pmu = IntelArchPmu::new(sim.caps());
+        time_share(&mut pmu, &mut sim);
+    }
+
+    #[test]
+    fn amd_every_flavour_time_shares_exactly() {
+        for flavour in [
+            AmdFlavour::Legacy,
+            AmdFlavour::ExtCore,
+            AmdFlavour::PerfMonV2(6),
+        ] {
+            let mut sim = SimPmu::amd(flavour);
+            let mut pmu = AmdPmu::new(sim.caps());
+            time_share(&mut pmu, &mut sim);
+        }
+    }
+
+    /// What a switch writes and reads on Intel v4 with every counter: the loaded switch-in is
+    /// one write, the switch-out one write, one RDPMC per counter and the status read.
+    #[test]
+    fn intel_v4_switch_msr_sequence() {
+        let sim = SimPmu::intel(IntelConfig::V4_SKYLAKE);
+        let mut pmu = IntelArchPmu::new(sim.caps());
+        let mut msr = RecordingMsr::new(sim);
+        pmu.reset(&mut msr).unwrap();
+        let plan = all_slots(&pmu, 0xc0);
+        let widths: Vec<_> = plan.iter().map(|s| (s.0, pmu.width(s.0))).collect();
+        let mut vc = VirtualCounters::new();
+        vc.configure(&widths).unwrap();
+        let ts = TaskSwitch::new(&msr, &pmu.switch_plan(&plan).unwrap()).unwrap();
+        msr.clear();
+        ts.switch_in(&mut msr, &mut vc, false, 0, 1).unwrap();
+        // 4 event selects, FIXED_CTR_CTRL, the status clear, 7 counters, GLOBAL_CTRL.
+        assert_eq!(msr.writes().len(), 4 + 1 + 1 + 7 + 1);
+        assert_eq!(msr.writes().last(), Some(&(0x38f, 0x7_0000_000f)));
+        msr.clear();
+        ts.switch_out(&mut msr, &mut vc, 2).unwrap();
+        assert_eq!(msr.writes(), [(0x38f, 0)]);
+        assert_eq!(msr.log.len(), 1 + 7 + 1, "{:?}", msr.log);
+        msr.clear();
+        ts.switch_in(&mut msr, &mut vc, true, 0, 3).unwrap();
+        assert_eq!(msr.writes(), [(0x38f, 0x7_0000_000f)]);
+        assert_eq!(msr.log.len(), 1);
+    }
+
+    /// The diagnostic preset: each switch-in sets the counters N below their wrap, so every run
+    /// of more than N events wraps them; the values stay exact (without FW_WRITE too: 2^w - N
+    /// is a sign-extended 32-bit value).
+    #[test]
+    fn preset_counters_wrap_every_run_and_stay_exact() {
+        for config in [IntelConfig::V4_SKYLAKE, IntelConfig::V2] {
+            let mut sim = SimPmu::intel(config);
+            let mut pmu = IntelArchPmu::new(sim.caps());
+            pmu.reset(&mut sim).unwrap();
+            let plan = all_slots(&pmu, 0xc0);
+            let widths: Vec<_> = plan.iter().map(|s| (s.0, pmu.width(s.0))).collect();
+            let mut vc = VirtualCounters::new();
+            vc.configure(&widths).unwrap();
+            let ts = TaskSwitch::new(&sim, &pmu.switch_plan(&plan).unwrap()).unwrap();
+            let mut own = 0u64;
+            for round in 0..20u64 {
+                ts.switch_in(&mut sim, &mut vc, round > 0, 100, round).unwrap();
+                let k = 50 + round * 20;
+                for (c, _, _) in &plan {
+                    sim.count(*c, k);
+                }
+                own += k;
+                ts.switch_out(&mut sim, &mut vc, round + 1).unwrap();
+                for i in 0..plan.len() {
+                    assert_eq!(vc.values().get(i), Some(own), "round {round} slot {i}");
+                }
+            }
+        }
+        assert!(legacy_writable((1 << 40) - 100, 40));
+        assert!(legacy_writable(0x7fff_ffff, 48));
+        assert!(!legacy_writable(0x8000_0000, 48));
+        assert!(!legacy_writable(1 << 40, 48));
+    }
+
+    /// A refused MSR comes back as an error (the runner then loses the counts).
+    #[test]
+    fn a_faulting_pmu_is_an_error() {
+        let sim = SimPmu::intel(IntelConfig::V4_SKYLAKE);
+        let pmu = IntelArchPmu::new(sim.caps());
+        let mut plan = pmu.switch_plan(&all_slots(&pmu, 0xc0)).unwrap();
+        plan.enable = alloc::vec![(0x1234_5678, 1)];
+        let mut sim = sim;
+        let ts = TaskSwitch::new(&sim, &plan).unwrap();
+        let mut vc = VirtualCounters::new();
+        let widths: Vec<_> = all_slots(&pmu, 0xc0)
+            .iter()
+            .map(|s| (s.0, pmu.width(s.0)))
+            .collect();
+        vc.configure(&widths).unwrap();
+        assert!(matches!(
+            ts.switch_in(&mut sim, &mut vc, false, 0, 0),
+            Err(SwitchError::Msr(_))
+        ));
+    }
+}
