@@ -333,7 +333,8 @@ pub fn write_list(list: &WriteList, values: &[u64]) -> Result<(), MsrError> {
     // SAFETY: every MSR of the list passed `is_writable_by_kernel` when the list was made (its
     // fields are private); `values` holds at least `len` (<= BATCH_MAX) elements, which the
     // routine reads and nothing else; a #GP is turned into an error by the exception table.
-    let status = unsafe { baremark_wrmsr_list(list.msrs.as_ptr(), values.as_ptr(), list.len as u64) };
+    let status =
+        unsafe { baremark_wrmsr_list(list.msrs.as_ptr(), values.as_ptr(), list.len as u64) };
     if status == 0 {
         Ok(())
     } else {

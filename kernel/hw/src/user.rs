@@ -160,6 +160,9 @@ pub struct UserContext {
     vtsc_base: u64,
     vtsc_window_lo: u64,
     vtsc_window_span: u64,
+    // The page's `seq` and `interrupts` for the next run (written before the boundary).
+    page_seq: u64,
+    page_interrupts: u64,
     /// The TSC read by the exit assembly right before IRETQ/SYSRETQ.
     entered_tsc: u64,
     /// The TSC read by the entry assembly (SYSCALL or trap from ring 3) first thing.
@@ -197,21 +200,27 @@ impl UserContext {
             vtsc_base: 0,
             vtsc_window_lo: u64::MAX,
             vtsc_window_span: 0,
+            page_seq: 0,
+            page_interrupts: 0,
             entered_tsc: 0,
             left_tsc: 0,
         }
     }
 
     /// What the exit assembly publishes for the next run: `Some` while the task's virtual TSC
-    /// counts. It then reads the TSC as the last thing before IRETQ/SYSRETQ (`T`), stores `T`
-    /// at [`VTSC_START_AT`] and `base - T` at [`VTSC_OFFSET_AT`] of the pinned counter page
-    /// (nothing when `page` is `None`), and, when RIP is in the retry-free reader's window,
-    /// puts `base - T` into RSI. `None`: nothing is published and RSI is left alone.
+    /// counts. It then writes `seq`, `base` and `interrupts` at [`PAGE_SEQ_AT`],
+    /// [`VTSC_BASE_AT`] and [`PAGE_INTERRUPTS_AT`] of the pinned counter page, reads the TSC
+    /// as the last thing before IRETQ/SYSRETQ (`T`), stores `T` at [`VTSC_START_AT`] and
+    /// `base - T` at [`VTSC_OFFSET_AT`] (nothing when `page` is `None`), and, when RIP is in
+    /// the retry-free reader's window, puts `base - T` into RSI. `None`: nothing is published
+    /// and RSI is left alone.
     pub fn set_virtual_tsc(&mut self, publish: Option<VtscPublish<'_>>) {
         match publish {
             Some(p) => {
                 self.vtsc_page = p.page.map_or(sink_address(), |pin| pin.frame_virt);
                 self.vtsc_base = p.base;
+                self.page_seq = p.seq;
+                self.page_interrupts = p.interrupts;
                 (self.vtsc_window_lo, self.vtsc_window_span) = match p.window {
                     Some((lo, hi)) if lo <= hi => (lo, hi - lo),
                     _ => (u64::MAX, 0),
@@ -253,6 +262,11 @@ impl UserContext {
 pub const VTSC_START_AT: u64 = 48;
 /// Offset in the counter page of `tsc_offset` (the same layout; checked there).
 pub const VTSC_OFFSET_AT: u64 = 584;
+/// Offsets in the counter page of `seq`, the virtual TSC slot's `base` and `interrupts` (the
+/// same layout; checked there).
+pub const PAGE_SEQ_AT: u64 = 8;
+pub const VTSC_BASE_AT: u64 = 40;
+pub const PAGE_INTERRUPTS_AT: u64 = 576;
 
 /// The virtual TSC's boundary values for [`UserContext::set_virtual_tsc`].
 #[derive(Clone, Copy, Debug)]
@@ -263,6 +277,10 @@ pub struct VtscPublish<'a> {
     pub base: u64,
     /// The retry-free reader's window `[lo, hi]` (`None`: not registered).
     pub window: Option<(u64, u64)>,
+    /// The page's `seq` for this run (the kernel's copy, advanced for the run).
+    pub seq: u64,
+    /// The interrupts the task has taken, for the page.
+    pub interrupts: u64,
 }
 
 /// Where the exit assembly publishes when there is no page to publish to: a page-sized sink
@@ -393,6 +411,15 @@ global_asm!(
         push rdi
         mov [rip + {kernel_rsp}], rsp
         mov [rsi], rsp
+        // The counter page's fields that change at every entry besides the boundary's: `seq`,
+        // the virtual TSC slot's `base`, `interrupts` (kernel time: before the TSC reading).
+        mov rcx, [rdi + {vtsc_page}]
+        mov rax, [rdi + {page_seq}]
+        mov [rcx + {page_seq_at}], rax
+        mov rax, [rdi + {vtsc_base}]
+        mov [rcx + {vtsc_base_at}], rax
+        mov rax, [rdi + {page_interrupts}]
+        mov [rcx + {page_interrupts_at}], rax
         mov rax, [rdi + {cr3}]
         mov cr3, rax
         test rdx, rdx
@@ -516,6 +543,11 @@ global_asm!(
     vtsc_window_span = const offset_of!(UserContext, vtsc_window_span),
     vtsc_start_at = const VTSC_START_AT,
     vtsc_offset_at = const VTSC_OFFSET_AT,
+    page_seq = const offset_of!(UserContext, page_seq),
+    page_interrupts = const offset_of!(UserContext, page_interrupts),
+    page_seq_at = const PAGE_SEQ_AT,
+    vtsc_base_at = const VTSC_BASE_AT,
+    page_interrupts_at = const PAGE_INTERRUPTS_AT,
     user_ss = const USER_DATA_SELECTOR,
     user_cs = const USER_CODE_SELECTOR,
     kernel_ss = const KERNEL_DATA_SELECTOR,

@@ -524,4 +524,5 @@ impl PmuBackend for AmdPmu {
             });
         }
         Ok(plan)
-    }}
+    }
+}

@@ -704,7 +704,8 @@ impl PmuBackend for IntelArchPmu {
                     let field = FixedCtrl::from_modifiers(modifiers, select.any_thread)
                         .map_err(PmuError::Encode)?;
                     fixed_ctrl |= field.register_bits(i).map_err(PmuError::Encode)?;
-                    plan.counter_write.push((r::FIXED_CTR0 + u32::from(i), true));
+                    plan.counter_write
+                        .push((r::FIXED_CTR0 + u32::from(i), true));
                 }
             }
             plan.rdpmc.push(match counter {

@@ -43,6 +43,8 @@ pub struct HwSlot {
 pub enum HwError {
     Pmu(PmuError),
     Counters(VcError),
+    /// The fast switch (`hwswitch`).
+    Switch(super::hwswitch::SwitchError),
 }
 
 impl fmt::Display for HwError {
@@ -50,6 +52,7 @@ impl fmt::Display for HwError {
         match self {
             HwError::Pmu(e) => write!(f, "PMU: {e}"),
             HwError::Counters(e) => write!(f, "virtual counters: {e}"),
+            HwError::Switch(e) => write!(f, "{e}"),
         }
     }
 }

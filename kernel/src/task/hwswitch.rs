@@ -37,7 +37,9 @@ pub enum SwitchError {
     /// The plan has more slots or writes than a switch handles.
     TooLarge,
     /// The diagnostic preset does not fit the counter's write (Intel without FW_WRITE).
-    PresetUnwritable { slot: usize },
+    PresetUnwritable {
+        slot: usize,
+    },
 }
 
 impl fmt::Display for SwitchError {
@@ -47,7 +49,10 @@ impl fmt::Display for SwitchError {
             SwitchError::Counters(e) => write!(f, "virtual counters: {e}"),
             SwitchError::TooLarge => write!(f, "more counters than a switch handles"),
             SwitchError::PresetUnwritable { slot } => {
-                write!(f, "slot {slot}: the preset value cannot be written to its counter")
+                write!(
+                    f,
+                    "slot {slot}: the preset value cannot be written to its counter"
+                )
             }
         }
     }
@@ -174,7 +179,9 @@ impl<L: Clone> TaskSwitch<L> {
     /// it left), its events are loaded and its saved values written back; then its counters
     /// start and `vc` resumes (`tsc`: the virtual TSC's provisional start). `preset` (a
     /// diagnostic, 0: off) sets every counter that many events below its wrap instead.
-    /// `vc` must be switched out and configured for this plan's slots.
+    /// `vc` must be switched out and configured for this plan's slots. The three steps
+    /// ([`prepare_in`](Self::prepare_in), `vc.resume_held`, [`write_in`](Self::write_in)) in
+    /// one call.
     pub fn switch_in<M: BatchMsr<List = L>>(
         &self,
         msr: &mut M,
@@ -183,33 +190,60 @@ impl<L: Clone> TaskSwitch<L> {
         preset: u64,
         tsc: u64,
     ) -> Result<(), SwitchError> {
+        let restore = self.prepare_in(vc, loaded, preset)?;
+        vc.resume_held(tsc)?;
+        self.write_in(msr, vc, restore)
+    }
+
+    /// The switch-in's decisions, before anything is written: whether the events and values
+    /// must be loaded (not `loaded`, or a preset), and the rebases that needs (a value the
+    /// counter cannot take, the preset). `vc` must be switched out. The runner publishes the
+    /// page after this and resumes `vc`, then calls [`write_in`](Self::write_in) last, so the
+    /// kernel's work between starting the counters and ring 3 stays short and the same.
+    pub fn prepare_in(
+        &self,
+        vc: &mut VirtualCounters,
+        loaded: bool,
+        preset: u64,
+    ) -> Result<bool, SwitchError> {
         if vc.len() != self.slots {
             return Err(SwitchError::Counters(VcError::Readings {
                 expected: self.slots,
                 got: vc.len(),
             }));
         }
-        if !loaded || preset != 0 {
-            if !loaded {
-                msr.write_list(&self.program.list, &self.program.values)?;
-            }
-            for i in 0..self.slots {
-                let width = vc.slots()[i].width;
-                if preset != 0 {
-                    let wrap = if width >= 64 { 0 } else { 1u64 << width };
-                    let value = wrap.wrapping_sub(preset);
-                    if self.legacy_write[i] && !legacy_writable(value, width) {
-                        return Err(SwitchError::PresetUnwritable { slot: i });
-                    }
-                    vc.rebase(i, value)?;
-                } else if self.legacy_write[i] && !legacy_writable(vc.held()[i], width) {
-                    vc.rebase(i, 0)?;
+        if loaded && preset == 0 {
+            return Ok(false);
+        }
+        for i in 0..self.slots {
+            let width = vc.slots()[i].width;
+            if preset != 0 {
+                let wrap = if width >= 64 { 0 } else { 1u64 << width };
+                let value = wrap.wrapping_sub(preset);
+                if self.legacy_write[i] && !legacy_writable(value, width) {
+                    return Err(SwitchError::PresetUnwritable { slot: i });
                 }
+                vc.rebase(i, value)?;
+            } else if self.legacy_write[i] && !legacy_writable(vc.held()[i], width) {
+                vc.rebase(i, 0)?;
             }
+        }
+        Ok(true)
+    }
+
+    /// The switch-in's writes: with `restore` (from [`prepare_in`](Self::prepare_in)) the
+    /// events and `vc`'s saved values, then the start.
+    pub fn write_in<M: BatchMsr<List = L>>(
+        &self,
+        msr: &mut M,
+        vc: &VirtualCounters,
+        restore: bool,
+    ) -> Result<(), SwitchError> {
+        if restore {
+            msr.write_list(&self.program.list, &self.program.values)?;
             msr.write_list(&self.restore, vc.held())?;
         }
         msr.write_list(&self.enable.list, &self.enable.values)?;
-        vc.resume_held(tsc)?;
         Ok(())
     }
 
@@ -465,7 +499,8 @@ mod tests {
             let ts = TaskSwitch::new(&sim, &pmu.switch_plan(&plan).unwrap()).unwrap();
             let mut own = 0u64;
             for round in 0..20u64 {
-                ts.switch_in(&mut sim, &mut vc, round > 0, 100, round).unwrap();
+                ts.switch_in(&mut sim, &mut vc, round > 0, 100, round)
+                    .unwrap();
                 let k = 50 + round * 20;
                 for (c, _, _) in &plan {
                     sim.count(*c, k);

@@ -378,6 +378,11 @@ fn round_robin(mut ready: Vec<Running>, q: Quantum, tsc_hz: Option<u64>, summary
             }
             _ => Some(count),
         };
+        // A task whose last slice the kernel's own work used up (a slow path: the whole
+        // counter page rewritten, emulated instructions) gets a longer one, doubled each time
+        // until it makes progress: a quantum near the floor never starves it.
+        let slice = slice.map(|s| s.saturating_mul(1 << ready[i].slice_boost));
+        let ran_before = ready[i].run_tsc;
         let outcome = match slice {
             None => {
                 ready[i].report_killed();
@@ -395,6 +400,11 @@ fn round_robin(mut ready: Vec<Running>, q: Quantum, tsc_hz: Option<u64>, summary
                 drain_pending_interrupts();
                 outcome
             }
+        };
+        let ran = ready[i].run_tsc.wrapping_sub(ran_before);
+        ready[i].slice_boost = match outcome {
+            Step::Preempted if ran < floor => (ready[i].slice_boost + 1).min(MAX_SLICE_BOOST),
+            _ => 0,
         };
         // Children it spawned join the queue (they run concurrently with it).
         let children = ready[i].take_all_pending();
@@ -428,6 +438,9 @@ fn round_robin(mut ready: Vec<Running>, q: Quantum, tsc_hz: Option<u64>, summary
         hwcpu::enable_interrupts();
     }
 }
+
+/// At most 2^this times the quantum for a task that made no progress in its last slice.
+const MAX_SLICE_BOOST: u32 = 16;
 
 /// Takes any interrupt that became pending while the kernel ran with interrupts off (a quantum
 /// that ran out while the kernel served a syscall or switched tasks) here, in the kernel, where
@@ -703,12 +716,31 @@ struct Running {
     slot_abort: u64,
     /// The run's harness settings (`None`: the calibration task).
     harness: Option<&'static RunPlan>,
-    /// The whole counter page was written once (after that, a switch writes only pieces).
-    page_written: bool,
+    /// What the counter page published at its last whole write (`None`: it must be written
+    /// whole before the next run).
+    page_state: Option<PageState>,
+    /// The generation of the page's last whole write.
+    page_whole: Option<u64>,
+    /// Round-robin: its next slice is `2^slice_boost` quanta (its last slices ran less than the
+    /// floor in ring 3: the kernel's work used them up).
+    slice_boost: u32,
+    /// The task's fast hardware-counter switch (`run::hw`; `None`: no hardware counters, or
+    /// the general protocol).
+    hw_switch: Option<Box<hw::HwSwitch>>,
     /// The counter page, pinned for the writes at every switch (`None`: not mapped).
     page_pin: Option<user::PinnedPage>,
     /// The benchmark between `bench_begin` and `bench_end`.
     bench: Option<Bench>,
+}
+
+/// What the counter page's slots depend on: when it changes, the page is written whole.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct PageState {
+    generation: u64,
+    /// `VirtualCounters::slots_version`.
+    slots: u64,
+    /// The hardware counters run (their slots are readable with RDPMC).
+    live: bool,
 }
 
 /// A child of a task, as its parent sees it.
@@ -800,7 +832,10 @@ impl Running {
             slot_window: (u64::MAX, u64::MAX),
             slot_abort: 0,
             harness: None,
-            page_written: false,
+            page_state: None,
+            page_whole: None,
+            slice_boost: 0,
+            hw_switch: None,
             page_pin,
             bench: None,
         }
@@ -966,9 +1001,25 @@ impl Running {
 
     /// Copies the counter page into the task (the page is read-only for the task, so the
     /// kernel writes it through its own mapping).
+    ///
+    /// The whole page after a configuration (the number of slots may have changed); else only
+    /// the parts that can change (`UserPage::changing_pieces`), through the pinned page.
     fn publish(&mut self) {
         self.update_page();
-        let _ = self.space.write(USER_PAGE_ADDR, &self.page.to_bytes());
+        let generation = self.page.generation;
+        match self.page_pin {
+            Some(pin) if self.page_whole == Some(generation) => {
+                let space = &mut self.space;
+                self.page.changing_pieces(|at, piece| {
+                    let _ = space.write_pinned(&pin, at, piece);
+                });
+            }
+            _ => {
+                let _ = self.space.write(USER_PAGE_ADDR, &self.page.to_bytes());
+                self.page_whole = Some(generation);
+            }
+        }
+        self.page_state = None;
     }
 
     /// The kernel's copy of the page from the virtual counters (RDPMC indices of the task's
@@ -985,56 +1036,58 @@ impl Running {
         self.page.interrupts = self.interrupts;
     }
 
-    /// After a switch in or out: the page's fields a switch changes, written piece by piece
-    /// (`UserPage::switch_in_pieces`).
-    fn publish_pieces(&mut self) {
-        self.update_page();
-        let (space, pin) = (&mut self.space, self.page_pin);
-        self.page.switch_in_pieces(|at, piece| {
-            let _ = match &pin {
-                Some(pin) => space.write_pinned(pin, at, piece),
-                None => space.write(USER_PAGE_ADDR + at as u64, piece),
-            };
-        });
+    /// Writes the whole page if what it publishes for the slots changed since its last whole
+    /// write ([`PageState`]), or the virtual TSC does not run (the exit assembly then publishes
+    /// nothing). `live`: the task's hardware counters will run.
+    fn publish_if_changed(&mut self, counting: bool, live: bool) {
+        let vtsc_running = counting && self.vc.is_running();
+        let state = PageState {
+            generation: self.vc.generation(),
+            slots: self.vc.slots_version(),
+            live,
+        };
+        if !vtsc_running || self.page_state != Some(state) {
+            self.publish();
+            self.page_state = vtsc_running.then_some(state);
+        }
     }
 
     /// Runs the task in ring 3 once, with its virtual TSC running only meanwhile. After an
     /// interrupt the preemption compensation is taken off (never below the resume's reading).
+    ///
+    /// The counter page is written whole only when what it publishes for the slots changed
+    /// (a configuration, a fold, counting started or stopped: [`PageState`]); at every other
+    /// entry the exit assembly writes the few fields a run changes (`seq`, the virtual TSC,
+    /// `interrupts`), and the switch-out writes nothing (`hwswitch` folds nothing).
     fn enter(&mut self) -> Exit {
         // CR4.PCE only while a task with live hardware counters runs (a TSC-only task's RDPMC
         // always traps and is emulated); it is clear whenever the kernel runs.
         let counting = self.counting;
-        // One reading starts both the virtual counters and the watchdog's run time, so the two
-        // advance identically while the task counts.
-        // The whole page only when the configuration changed since it was last written (not
-        // counted: the task is still switched out); around each run in ring 3 only the
-        // pieces a switch changes, so the kernel's part of a switch stays short.
-        if !self.page_written || self.page.generation != self.vc.generation() {
-            self.publish();
-            self.page_written = true;
-        }
+        let fast = self.hw_switch.is_some();
         // The task's hardware counters start before the reading that starts its virtual TSC:
         // the kernel's work switching them is never the task's time.
-        let raw = if counting && self.uses_hardware_counters() {
-            self.start_hw()
-        } else {
-            None
-        };
-        let pce = raw.is_some();
-        if pce {
-            hwcpu::set_user_rdpmc(true);
-            self.pce_entries += 1;
-        }
-        let frozen = self.has_frozen_slots();
+        let hw = counting && self.uses_hardware_counters();
         let resumed = hwcpu::rdtsc();
+        // The fast switch writes its MSRs last (below); the general protocol starts the
+        // counters here.
+        let (fast_in, raw) = if hw && fast {
+            (self.prepare_in_hw(resumed), None)
+        } else if hw {
+            (None, self.start_hw())
+        } else {
+            (None, None)
+        };
+        let frozen = self.has_frozen_slots();
         if let Some(raw) = &raw {
             self.resume_hw(raw, resumed);
         } else if counting && frozen {
             self.resume_frozen(resumed);
-        } else if counting {
-            let _ = self.vc.resume(&[], resumed);
+        } else if counting && fast_in.is_none() {
+            let _ = self.vc.resume_held(resumed);
         }
-        self.publish_pieces();
+        let mut pce = fast_in.is_some() || raw.is_some();
+        self.publish_if_changed(counting, pce);
+        let mut vtsc_running = counting && self.vc.is_running();
         // The slot reader's fix-up (kernel time: its values do not depend on the entry's TSC).
         if let Some((base, start, ecx)) = user_page::fix_up_slot_reader(
             self.ctx.rip,
@@ -1049,26 +1102,44 @@ impl Running {
         // and publishes the offset from it (and does the retry-free reader's fix-up), the
         // entry assembly reads it first thing back, so the kernel's work around the run is
         // never the task's time (`hw::user` module docs).
-        let vtsc_running = counting && self.vc.is_running();
-        let base = self.vc.values().tsc;
+        self.page.seq = self.page.seq.wrapping_add(2);
         let window = (self.read_window.0 != u64::MAX).then_some(self.read_window);
-        let page = self.page_pin;
-        self.ctx
-            .set_virtual_tsc(vtsc_running.then_some(user::VtscPublish {
-                page: page.as_ref(),
-                base,
-                window,
-            }));
+        let publish = user::VtscPublish {
+            page: self.page_pin.as_ref(),
+            base: self.vc.tsc().sum,
+            window,
+            seq: self.page.seq,
+            interrupts: self.interrupts,
+        };
+        self.ctx.set_virtual_tsc(vtsc_running.then_some(publish));
+        if let Some(restore) = fast_in {
+            pce = self.write_in_hw(restore, resumed);
+            if !pce {
+                // The counts were lost: the page says so before the task runs.
+                self.publish_if_changed(counting, false);
+                vtsc_running = counting && self.vc.is_running();
+                self.ctx
+                    .set_virtual_tsc(vtsc_running.then_some(user::VtscPublish {
+                        page: self.page_pin.as_ref(),
+                        base: self.vc.tsc().sum,
+                        window,
+                        seq: self.page.seq,
+                        interrupts: self.interrupts,
+                    }));
+            }
+        }
+        if pce {
+            hwcpu::set_user_rdpmc(true);
+            self.pce_entries += 1;
+        }
         let before = user::entry_counts();
         let exit = user::run(&mut self.ctx);
-        let resumed = if vtsc_running {
-            // (The kernel's copy of the page follows at the switch-out's `publish_pieces`.)
-            let entered = self.ctx.entered_tsc();
-            let _ = self.vc.restart_tsc(entered);
-            entered
-        } else {
-            resumed
-        };
+        // The run started at the exit assembly's reading (with the virtual TSC stopped too, so
+        // that the watchdog and the round-robin progress count ring 3 alone).
+        let resumed = self.ctx.entered_tsc();
+        if vtsc_running {
+            let _ = self.vc.restart_tsc(resumed);
+        }
         let mut now = self.ctx.left_tsc();
         if pce {
             hwcpu::set_user_rdpmc(false);
@@ -1093,14 +1164,15 @@ impl Running {
             }));
         }
         self.run_tsc = self.run_tsc.saturating_add(now.wrapping_sub(resumed));
-        if pce {
+        if pce && fast {
+            self.switch_out_hw_fast(now);
+        } else if pce {
             self.switch_out_hw(now);
         } else if counting && frozen {
             self.suspend_frozen(now);
         } else if counting {
-            let _ = self.vc.suspend(&[], now);
+            let _ = self.vc.suspend_held(now);
         }
-        self.publish_pieces();
         exit
     }
 }

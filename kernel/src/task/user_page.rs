@@ -168,6 +168,14 @@ const _: () = assert!(
 const _: () = assert!(
     baremark_hw::user::VTSC_OFFSET_AT as usize == core::mem::offset_of!(UserPage, tsc_offset)
 );
+#[cfg(target_os = "none")]
+const _: () = assert!(baremark_hw::user::PAGE_SEQ_AT as usize == SEQ_AT);
+#[cfg(target_os = "none")]
+const _: () = assert!(
+    baremark_hw::user::VTSC_BASE_AT as usize == TSC_AT + core::mem::offset_of!(PageSlot, base)
+);
+#[cfg(target_os = "none")]
+const _: () = assert!(baremark_hw::user::PAGE_INTERRUPTS_AT as usize == TAIL_AT);
 /// Attempts of the host reader [`read`] before it reports [`ReadError::Unstable`].
 pub const READ_RETRIES: u32 = 16;
 
@@ -314,13 +322,17 @@ impl UserPage {
         } else {
             (tsc.sum, 0)
         };
-        let mut slots = vc.slots().iter();
+        // Switched out, a slot's value is `sum + widen(start, held)` (`vcounter`): published as
+        // `base` with the reading it belongs to.
+        let values = vc.values();
+        let held = vc.held();
+        let mut slots = vc.slots().iter().enumerate();
         // Slots beyond both the old and the new count are zero already.
         let used = (self.nr_slots as usize).max(vc.len()).min(MAX_SLOTS);
         self.nr_slots = vc.len() as u32;
         for page_slot in &mut self.slots[..used] {
             *page_slot = match slots.next() {
-                Some(s) => PageSlot {
+                Some((i, s)) => PageSlot {
                     index: if running {
                         rdpmc_index(s.counter)
                             .and_then(|ecx| ecx.checked_add(1))
@@ -329,8 +341,16 @@ impl UserPage {
                         0
                     },
                     width: u32::from(s.width),
-                    base: s.sum,
-                    start: s.start,
+                    base: if running {
+                        s.sum
+                    } else {
+                        values.get(i).unwrap_or(s.sum)
+                    },
+                    start: if running {
+                        s.start
+                    } else {
+                        held.get(i).copied().unwrap_or(s.start) & width_mask(s.width)
+                    },
                     mask: width_mask(s.width),
                 },
                 None => PageSlot::default(),
@@ -365,13 +385,12 @@ impl UserPage {
         out
     }
 
-    /// What a switch in or out (and anything but a new configuration: `counters_start`,
-    /// `stop`, added child counts, interrupts) changes, as `(offset, bytes)` pieces of
+    /// What anything but a new configuration (`counters_start`, `stop`, `reset`, a fold,
+    /// added child counts, interrupts) changes, as `(offset, bytes)` pieces of
     /// [`UserPage::to_bytes`]: `seq`, the TSC slot, counter slots `0..nr_slots` and the tail.
-    /// The kernel writes the whole page when the configuration (generation) changed, while the
-    /// task is switched out (not counted), and only these around each run in ring 3, so the
-    /// part of a switch the task's virtual TSC sees stays short.
-    pub fn switch_in_pieces(&self, mut write: impl FnMut(usize, &[u8])) {
+    /// The kernel writes the whole page when the configuration (generation) changed, and only
+    /// these otherwise.
+    pub fn changing_pieces(&self, mut write: impl FnMut(usize, &[u8])) {
         // `seq` to the end of the TSC slot in one piece (the header fields between them are
         // unchanged), each counter slot, the tail. Small pieces: under icount even zeroing a
         // buffer costs one count per byte, and this runs on every switch.
@@ -704,7 +723,7 @@ mod tests {
     /// The switch-in pieces, written over the bytes of the switched-out page, give the bytes of
     /// the switched-in page.
     #[test]
-    fn switch_in_pieces_complete_the_page() {
+    fn changing_pieces_complete_the_page() {
         let mut vc = VirtualCounters::new();
         vc.configure(&[(Counter::Gp(0), 48), (Counter::Gp(1), 48)])
             .unwrap();
@@ -715,13 +734,13 @@ mod tests {
         vc.resume(&[10, 20], 1_000).unwrap();
         page.interrupts = 4;
         page.publish(&vc, ecx_of);
-        page.switch_in_pieces(|at, piece| bytes[at..at + piece.len()].copy_from_slice(piece));
+        page.changing_pieces(|at, piece| bytes[at..at + piece.len()].copy_from_slice(piece));
         assert_eq!(bytes, page.to_bytes());
         // And out again, stopped.
         vc.suspend(&[15, 29], 1_400).unwrap();
         page.interrupts = 5;
         page.publish(&vc, ecx_of);
-        page.switch_in_pieces(|at, piece| bytes[at..at + piece.len()].copy_from_slice(piece));
+        page.changing_pieces(|at, piece| bytes[at..at + piece.len()].copy_from_slice(piece));
         assert_eq!(bytes, page.to_bytes());
         assert_eq!(offset_of!(UserPage, seq), SEQ_AT);
         assert_eq!(offset_of!(UserPage, interrupts), TAIL_AT);

@@ -1,6 +1,12 @@
-//! A task's hardware counters around its runs in ring 3 (`hwslots` does the PMU work): the
-//! events are reprogrammed and switched in right before every entry to ring 3 (tasks share the
-//! counters) and switched out right after every return.
+//! A task's hardware counters around its runs in ring 3: switched in right before every entry
+//! to ring 3 and switched out right after every return (tasks share the counters).
+//!
+//! The switch is `hwswitch`'s save and restore from the MSR lists the backend made when the
+//! task configured its events ([`Running::make_switch`]): no backend call, no PMU lock, no
+//! allocation. A switch-in whose counters still hold the task's events and values (no other
+//! task's switch, no configuration, no release since its switch-out: `PROGRAMMED_FOR`) only
+//! starts them. Should the backend give no plan, the general protocol of `hwslots` runs instead
+//! (program, read, start; stop, read, fold).
 //!
 //! # Lost counts
 //!
@@ -24,12 +30,17 @@
 
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
+use alloc::boxed::Box;
 use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
 
+use baremark_hw::msr::WriteList;
+
 use super::super::hwslots::{self, HwError};
+use super::super::hwswitch::TaskSwitch;
 use super::Running;
+use crate::counters::HwMsr;
 use crate::pmu::backend::PmuError;
 
 /// The run's diagnostic settings for task counters (module docs).
@@ -53,15 +64,35 @@ pub fn set_diagnostics(d: Diagnostics) {
     SWITCH_INS.store(0, Ordering::Relaxed);
 }
 
-/// Whose events the counters hold: the `(task_index, generation)` whose switch-in programmed
-/// them last, `None` once anything else may have touched them (a release, a configuration).
-/// A task switched back in with its events still loaded skips reprogramming them: the switch
-/// then only reads and enables (and, out, disables and reads) its counters.
-static PROGRAMMED_FOR: spin::Mutex<Option<(u64, u64)>> = spin::Mutex::new(None);
+/// Whose events and values the counters hold: the [`HwSwitch::id`] whose switch-in loaded them
+/// last (its switch-out left them stopped, holding the task's values), 0 once anything else may
+/// have touched them (another switch, a release, a configuration, a failed switch). A task
+/// switched back in with its counters still loaded only starts them.
+static PROGRAMMED_FOR: AtomicU64 = AtomicU64::new(0);
+/// The next [`HwSwitch::id`].
+static NEXT_SWITCH_ID: AtomicU64 = AtomicU64::new(1);
 
 /// The counters may no longer hold any task's events (`PROGRAMMED_FOR`).
 pub(super) fn forget_programming() {
-    *PROGRAMMED_FOR.lock() = None;
+    PROGRAMMED_FOR.store(0, Ordering::Relaxed);
+}
+
+/// A task's fast switch (`hwswitch`), with an identity for `PROGRAMMED_FOR`: one per
+/// configuration of one task.
+#[derive(Debug)]
+pub(super) struct HwSwitch {
+    id: u64,
+    switch: TaskSwitch<WriteList>,
+}
+
+impl HwSwitch {
+    /// The same lists under a new identity (a spawned child's counters are its own).
+    pub(super) fn copy(&self) -> Box<HwSwitch> {
+        Box::new(HwSwitch {
+            id: NEXT_SWITCH_ID.fetch_add(1, Ordering::Relaxed),
+            switch: self.switch.clone(),
+        })
+    }
 }
 
 /// The injected failure of this switch-in, if `test_pmu_fault` names it.
@@ -121,24 +152,110 @@ impl Running {
         self.hw_lost = Some(String::from(reason.as_str()));
     }
 
-    /// Switch-in of a task with hardware counters, before its virtual TSC's reading: its events
-    /// are loaded into its counters (other tasks may have used them since), then
-    /// `hwslots::start` (read, enable). The readings, for [`resume_hw`](Self::resume_hw); `None`
-    /// on a PMU error: the counts are lost (the virtual counters then resume frozen).
+    /// The fast switch for the task's slots as configured now (after `counters_configure`):
+    /// the backend's plan, its MSR lists checked once. `None` (the general protocol then runs)
+    /// if the backend gives no plan.
+    pub(super) fn make_switch(&mut self) {
+        let slots: Vec<_> = self
+            .hw
+            .iter()
+            .map(|s| (s.counter, s.select, s.modifiers))
+            .collect();
+        let plan = crate::counters::with_pmu(|pmu, _| pmu.backend.switch_plan(&slots));
+        self.hw_switch = match plan {
+            Some(Ok(plan)) => TaskSwitch::new(&HwMsr, &plan).ok().map(|switch| {
+                Box::new(HwSwitch {
+                    id: NEXT_SWITCH_ID.fetch_add(1, Ordering::Relaxed),
+                    switch,
+                })
+            }),
+            _ => None,
+        };
+    }
+
+    /// Fast switch-in (`hwswitch`), first step: the decisions and the rebases they need
+    /// (`Some(restore)`), then the virtual counters resume at `tsc` (the provisional start).
+    /// `None` without a fast switch, or when it failed: the counts are then lost and the
+    /// virtual counters resume frozen. [`write_in_hw`](Self::write_in_hw) follows, last
+    /// thing before ring 3.
+    pub(super) fn prepare_in_hw(&mut self, tsc: u64) -> Option<bool> {
+        let hs = self.hw_switch.as_deref()?;
+        let loaded = PROGRAMMED_FOR.load(Ordering::Relaxed) == hs.id;
+        let preset = COUNTER_PRESET.load(Ordering::Relaxed);
+        match hs.switch.prepare_in(&mut self.vc, loaded, preset) {
+            Ok(restore) => {
+                let _ = self.vc.resume_held(tsc);
+                Some(restore)
+            }
+            Err(e) => {
+                self.fail_switch_in(HwError::Switch(e), tsc);
+                None
+            }
+        }
+    }
+
+    /// Fast switch-in, second step: the MSR writes (events and values with `restore`, then the
+    /// start). Whether the counters run (CR4.PCE); on a PMU error the counts are lost (the
+    /// virtual counters go on frozen).
+    pub(super) fn write_in_hw(&mut self, restore: bool, tsc: u64) -> bool {
+        let Some(hs) = self.hw_switch.as_deref() else {
+            return false;
+        };
+        let result = match injected_fault() {
+            Some(e) => Err(e),
+            None => hs
+                .switch
+                .write_in(&mut HwMsr, &self.vc, restore)
+                .map_err(HwError::Switch),
+        };
+        match result {
+            Ok(()) => {
+                PROGRAMMED_FOR.store(hs.id, Ordering::Relaxed);
+                true
+            }
+            Err(e) => {
+                self.fail_switch_in(e, tsc);
+                false
+            }
+        }
+    }
+
+    fn fail_switch_in(&mut self, e: HwError, tsc: u64) {
+        forget_programming();
+        self.lose_counts(e);
+        if !self.vc.is_running() {
+            self.resume_frozen(tsc);
+        }
+    }
+
+    /// Fast switch-out (`hwswitch`) at `tsc`. On a PMU error the counts are lost.
+    pub(super) fn switch_out_hw_fast(&mut self, tsc: u64) {
+        let Some(hs) = self.hw_switch.as_deref() else {
+            return;
+        };
+        if let Err(e) = hs.switch.switch_out(&mut HwMsr, &mut self.vc, tsc) {
+            forget_programming();
+            if self.vc.is_running() {
+                let _ = self.vc.suspend_held(tsc);
+            }
+            self.lose_counts(HwError::Switch(e));
+        }
+    }
+
+    /// Switch-in of a task with hardware counters by the general protocol (no fast switch):
+    /// its events are loaded into its counters, then `hwslots::start` (read, enable). The
+    /// readings, for [`resume_hw`](Self::resume_hw); `None` on a PMU error: the counts are lost
+    /// (the virtual counters then resume frozen).
     pub(super) fn start_hw(&mut self) -> Option<Vec<u64>> {
         let preset = COUNTER_PRESET.load(Ordering::Relaxed);
         let hw = &self.hw;
-        let key = (self.task.index, self.vc.generation());
-        let loaded = *PROGRAMMED_FOR.lock() == Some(key);
         forget_programming();
         let result = match injected_fault() {
             Some(e) => Err(e),
             None => crate::counters::with_pmu(|pmu, msr| {
                 let backend = pmu.backend.as_mut();
                 for s in hw {
-                    if !loaded {
-                        backend.program(msr, s.counter, &s.select, &s.modifiers)?;
-                    }
+                    backend.program(msr, s.counter, &s.select, &s.modifiers)?;
                     if preset != 0 {
                         let width = backend.width(s.counter);
                         let wrap = if width >= 64 { 0 } else { 1u64 << width };
@@ -150,10 +267,7 @@ impl Running {
             .unwrap_or(Err(no_pmu())),
         };
         match result {
-            Ok(raw) => {
-                *PROGRAMMED_FOR.lock() = Some(key);
-                Some(raw)
-            }
+            Ok(raw) => Some(raw),
             Err(e) => {
                 self.lose_counts(e);
                 None

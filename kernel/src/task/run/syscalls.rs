@@ -326,6 +326,7 @@ impl Running {
         child.vc = self.vc.inherit();
         child.hw = self.hw.clone();
         child.hw_rdpmc = self.hw_rdpmc.clone();
+        child.hw_switch = self.hw_switch.as_ref().map(|s| s.copy());
         child.budget = self.budget;
         child.ramdisk = self.ramdisk;
         child.parent = Some(parent.index);
@@ -502,6 +503,7 @@ impl Running {
                 self.hw_rdpmc = rdpmc;
                 self.hw_lost = None;
                 self.vc = vc;
+                self.make_switch();
                 self.vc.generation() as i64
             }
             Err(e) => {
