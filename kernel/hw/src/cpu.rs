@@ -160,17 +160,28 @@ pub fn enable_protections() -> Protections {
     }
 }
 
+/// CR4.PCE as last written by [`set_user_rdpmc`] (it is clear at boot and nothing else writes
+/// it), so that setting it to what it already is costs no CR4 access.
+static USER_RDPMC: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
+
 /// Sets (`true`) or clears (`false`) CR4.PCE, which lets ring 3 execute RDPMC. With it clear,
 /// RDPMC in ring 3 raises #GP (and #UD under QEMU's TCG), which the task runner emulates. The
-/// caller sets it only around the ring-3 run of a task whose counters are live in the hardware,
-/// and clears it as soon as the task is back.
+/// task runner sets it to what the task it enters needs (set for a task whose counters are
+/// live in the hardware) and leaves it so in the kernel: RDPMC in ring 0 does not depend on it.
+/// Writes CR4 only when the value changes.
+#[inline]
 pub fn set_user_rdpmc(enabled: bool) {
+    use core::sync::atomic::Ordering::Relaxed;
+    if USER_RDPMC.load(Relaxed) == enabled {
+        return;
+    }
     // SAFETY: CR4.PCE only decides whether RDPMC is allowed outside ring 0; it changes no
     // mapping, no memory access rule and nothing the kernel relies on. Reading counters leaks
     // no kernel state beyond counts the kernel programmed for the task running.
     unsafe {
         Cr4::update(|f| f.set(Cr4Flags::PERFORMANCE_MONITOR_COUNTER, enabled));
     }
+    USER_RDPMC.store(enabled, Relaxed);
 }
 
 /// Whether CR4.PCE is set (RDPMC allowed in ring 3).

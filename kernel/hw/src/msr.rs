@@ -232,6 +232,7 @@ pub fn gp_recovery_selftest() -> bool {
 }
 
 /// Reads an MSR. A #GP (MSR absent, or refused by a hypervisor) comes back as an error.
+#[inline]
 pub fn read(msr: u32) -> Result<u64, MsrError> {
     let mut value = 0u64;
     // SAFETY: RDMSR has no effect besides loading EDX:EAX (the few MSRs with read side
@@ -326,6 +327,7 @@ impl WriteList {
 /// (one unrolled block each; nothing else between the writes). `Err` if `values` is shorter
 /// than the list (nothing written) or a write raised #GP (the elements after it in the list,
 /// i.e. before it in time, were written).
+#[inline]
 pub fn write_list(list: &WriteList, values: &[u64]) -> Result<(), MsrError> {
     if values.len() < list.len {
         return Err(MsrError::Protected);
@@ -346,6 +348,7 @@ pub fn write_list(list: &WriteList, values: &[u64]) -> Result<(), MsrError> {
 /// [`BATCH_MAX`]), last first, one unrolled block each. `Err` if `out` is shorter than `ecx`,
 /// `ecx` is too long (nothing read), or an RDPMC faulted (#GP: no such counter; #UD: no
 /// RDPMC).
+#[inline]
 pub fn rdpmc_list(ecx: &[u32], out: &mut [u64]) -> Result<(), MsrError> {
     if ecx.len() > BATCH_MAX || out.len() < ecx.len() {
         return Err(MsrError::Protected);

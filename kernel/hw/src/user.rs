@@ -163,6 +163,8 @@ pub struct UserContext {
     // The page's `seq` and `interrupts` for the next run (written before the boundary).
     page_seq: u64,
     page_interrupts: u64,
+    /// Entries into ring 3 with this context, by IRETQ and by SYSRETQ.
+    entries: EntryCounts,
     /// The TSC read by the exit assembly right before IRETQ/SYSRETQ.
     entered_tsc: u64,
     /// The TSC read by the entry assembly (SYSCALL or trap from ring 3) first thing.
@@ -202,6 +204,10 @@ impl UserContext {
             vtsc_window_span: 0,
             page_seq: 0,
             page_interrupts: 0,
+            entries: EntryCounts {
+                iretq: 0,
+                sysretq: 0,
+            },
             entered_tsc: 0,
             left_tsc: 0,
         }
@@ -232,6 +238,11 @@ impl UserContext {
                 self.vtsc_window_span = 0;
             }
         }
+    }
+
+    /// The entries into ring 3 with this context so far, by IRETQ and by SYSRETQ.
+    pub fn entries(&self) -> EntryCounts {
+        self.entries
     }
 
     /// The TSC at the last entry into ring 3 (the exit assembly's reading before IRETQ or
@@ -347,6 +358,7 @@ static IRETQ_ENTRIES: AtomicU64 = AtomicU64::new(0);
 static SYSRETQ_ENTRIES: AtomicU64 = AtomicU64::new(0);
 
 /// How many times [`run`] entered ring 3 with each instruction, since boot.
+#[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct EntryCounts {
     pub iretq: u64,
@@ -611,8 +623,10 @@ pub fn run(ctx: &mut UserContext) -> Exit {
     let use_sysret = ctx.rcx == ctx.rip && ctx.r11 == ctx.rflags;
     if use_sysret {
         SYSRETQ_ENTRIES.fetch_add(1, Ordering::Relaxed);
+        ctx.entries.sysretq += 1;
     } else {
         IRETQ_ENTRIES.fetch_add(1, Ordering::Relaxed);
+        ctx.entries.iretq += 1;
     }
     let ptr: *mut UserContext = ctx;
     let previous = CURRENT.swap(ptr, Ordering::Relaxed);

@@ -115,6 +115,8 @@ pub struct TaskSwitch<L> {
     restore: L,
     /// Slot i's counter takes only sign-extended 32-bit values (Intel without FW_WRITE).
     legacy_write: [bool; MAX_SLOTS],
+    /// Some slot's counter does (its saved value is checked at every switch-in that restores).
+    any_legacy: bool,
     enable: Writes<L>,
     disable: Writes<L>,
     rdpmc: [u32; MAX_SLOTS],
@@ -168,6 +170,7 @@ impl<L: Clone> TaskSwitch<L> {
             program: Writes::new(msr, &plan.program)?,
             restore: msr.list(&restore[..slots])?,
             legacy_write,
+            any_legacy: legacy_write.iter().any(|&l| l),
             enable: Writes::new(msr, &plan.enable)?,
             disable: Writes::new(msr, &plan.disable)?,
             rdpmc,
@@ -212,8 +215,8 @@ impl<L: Clone> TaskSwitch<L> {
                 got: vc.len(),
             }));
         }
-        if loaded && preset == 0 {
-            return Ok(false);
+        if preset == 0 && (loaded || !self.any_legacy) {
+            return Ok(!loaded);
         }
         for i in 0..self.slots {
             let width = vc.slots()[i].width;

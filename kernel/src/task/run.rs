@@ -34,9 +34,10 @@
 //!
 //! # RDPMC
 //!
-//! CR4.PCE is clear except around the ring-3 runs of a task whose counters are live in hardware
-//! counters (`pce` in `task_exit`; the counter page then has their RDPMC indices), so RDPMC in ring
-//! 3 of a TSC-only task, or with the virtual TSC's index, raises #GP (hardware) or #UD (QEMU's
+//! CR4.PCE is set for the ring-3 runs of a task whose counters are live in hardware counters
+//! (`pce` in `task_exit`; the counter page then has their RDPMC indices) and clear for every
+//! other run (the kernel sets it to what the task it enters needs, and writes CR4 only when that
+//! changes; RDPMC in ring 0 does not depend on it), so RDPMC in ring 3 of a TSC-only task, or with the virtual TSC's index, raises #GP (hardware) or #UD (QEMU's
 //! TCG). The kernel reads the two bytes at the faulting RIP through the address space; if they are
 //! `0F 33` it emulates the instruction: EDX:EAX = the task's 64-bit virtual value for index ECX
 //! ([`VIRTUAL_TSC_INDEX`] for the virtual TSC, GP n for slot n, as of the trap), RIP += 2. An index
@@ -263,6 +264,9 @@ pub fn run_payloads(
     {
         round_robin(ready, q, tsc_hz, &mut summary);
     }
+    // The last task may have left CR4.PCE set (`enter`): ring 3 runs only through the runner,
+    // but the kernel's state after the tasks is the boot state.
+    hwcpu::set_user_rdpmc(false);
     summary.benchmarks = BENCHES.load(Ordering::Relaxed);
     summary.results = RESULTS.load(Ordering::Relaxed);
     summary.unsupported = UNSUPPORTED.load(Ordering::Relaxed);
@@ -673,8 +677,6 @@ struct Running {
     /// `(TSC only, with hardware counters live)`: a task with live hardware counters sets
     /// CR4.PCE on the way in and out, so its round trip differs.
     preempt_compensation: (u64, u64),
-    /// Entries into ring 3 for this task, by IRETQ and by SYSRETQ.
-    entries: user::EntryCounts,
     /// The watchdog's budget for this task, if any.
     budget: Option<Budget>,
     /// Entries into ring 3 with CR4.PCE set (RDPMC in hardware, not emulated).
@@ -814,7 +816,6 @@ impl Running {
             interrupts: 0,
             rdpmc_emulated: 0,
             preempt_compensation: (0, 0),
-            entries: user::EntryCounts::default(),
             budget: None,
             pce_entries: 0,
             counting: true,
@@ -973,7 +974,7 @@ impl Running {
 
     fn report_exit(&self, code: i64) {
         let task = self.task;
-        let entries = self.entries;
+        let entries = self.ctx.entries();
         let vtsc = self.vc.values().tsc;
         record("task_exit", |r| {
             r.str("task", task.name)
@@ -1128,11 +1129,10 @@ impl Running {
                     }));
             }
         }
-        if pce {
-            hwcpu::set_user_rdpmc(true);
-            self.pce_entries += 1;
-        }
-        let before = user::entry_counts();
+        // CR4.PCE as this run needs it (left so afterwards: the kernel's RDPMC does not depend
+        // on it, and the next run of the same task needs it again).
+        hwcpu::set_user_rdpmc(pce);
+        self.pce_entries += u64::from(pce);
         let exit = user::run(&mut self.ctx);
         // The run started at the exit assembly's reading (with the virtual TSC stopped too, so
         // that the watchdog and the round-robin progress count ring 3 alone).
@@ -1141,12 +1141,6 @@ impl Running {
             let _ = self.vc.restart_tsc(resumed);
         }
         let mut now = self.ctx.left_tsc();
-        if pce {
-            hwcpu::set_user_rdpmc(false);
-        }
-        let after = user::entry_counts();
-        self.entries.iretq += after.iretq - before.iretq;
-        self.entries.sysretq += after.sysretq - before.sysretq;
         if let Exit::Trap { vector, .. } = exit
             && ring3::is_interrupt(vector)
         {
