@@ -218,16 +218,16 @@ impl<L: Clone> TaskSwitch<L> {
         if preset == 0 && (loaded || !self.any_legacy) {
             return Ok(!loaded);
         }
-        for i in 0..self.slots {
+        for (i, &legacy) in self.legacy_write.iter().enumerate().take(self.slots) {
             let width = vc.slots()[i].width;
             if preset != 0 {
                 let wrap = if width >= 64 { 0 } else { 1u64 << width };
                 let value = wrap.wrapping_sub(preset);
-                if self.legacy_write[i] && !legacy_writable(value, width) {
+                if legacy && !legacy_writable(value, width) {
                     return Err(SwitchError::PresetUnwritable { slot: i });
                 }
                 vc.rebase(i, value)?;
-            } else if self.legacy_write[i] && !legacy_writable(vc.held()[i], width) {
+            } else if legacy && !legacy_writable(vc.held()[i], width) {
                 vc.rebase(i, 0)?;
             }
         }
@@ -273,8 +273,8 @@ impl<L: Clone> TaskSwitch<L> {
                 vc.suspend_held(tsc)?;
                 let wrapped = msr.read(st.status)? & st.mask;
                 if wrapped != 0 {
-                    for i in 0..n {
-                        if wrapped & st.bits[i] != 0 {
+                    for (i, &bit) in st.bits.iter().enumerate().take(n) {
+                        if wrapped & bit != 0 {
                             vc.fold_wrapped(i)?;
                         }
                     }
@@ -400,10 +400,10 @@ mod tests {
             }
             tsc += 10;
             for (u, vc) in tasks.iter().enumerate() {
-                for i in 0..n {
+                for (i, &own) in own[u].iter().enumerate().take(n) {
                     assert_eq!(
                         vc.values().get(i),
-                        Some(own[u][i]),
+                        Some(own),
                         "round {round}: task {u} slot {i}"
                     );
                 }

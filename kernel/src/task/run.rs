@@ -533,7 +533,7 @@ fn calibrate_switch(tsc_hz: Option<u64>, events: &[u64]) -> Option<Switch> {
             }
             core::hint::spin_loop();
         }
-        let before = t.vc.values().tsc;
+        let before = t.vc.tsc().sum;
         let wall_before = hwcpu::rdtsc();
         match t.enter() {
             Exit::Trap { vector, .. } if vector == traps::TIMER_VECTOR => {
@@ -545,8 +545,8 @@ fn calibrate_switch(tsc_hz: Option<u64>, events: &[u64]) -> Option<Switch> {
                 return None;
             }
         }
-        *sample = t.vc.values().tsc - before;
         *wall = hwcpu::rdtsc().wrapping_sub(wall_before);
+        *sample = t.vc.tsc().sum - before;
     }
     apic::timer_stop();
     drain_pending_interrupts();

@@ -29,7 +29,7 @@
 //!
 //! | offset | size | field      | meaning                                                         |
 //! |--------|------|------------|-----------------------------------------------------------------|
-//! | 0      | 4    | `index`    | counter slot: RDPMC ECX + 1, or 0 when the slot is not readable with RDPMC right now (task switched out, counter not readable from ring 3, counts lost). TSC slot: 1 while the task runs, else 0. A counter slot at 0 while the TSC slot is not: `base` misses the current run, so the reader calls `counters_read` instead |
+//! | 0      | 4    | `index`    | counter slot: RDPMC ECX + 1, or 0 when the slot is not readable with RDPMC while the task runs (its counting stopped, counter not readable from ring 3, counts lost). TSC slot: 1 while the task counts, else 0. The page describes the task as it runs: only the task reads it, and only while it runs. A counter slot at 0 while the TSC slot is not: `base` misses the current run, so the reader calls `counters_read` instead |
 //! | 4      | 4    | `width`    | counter width in bits (1..=64; 64 for the TSC)                  |
 //! | 8      | 8    | `base`     | the 64-bit virtual value at the last update                     |
 //! | 16     | 8    | `start`    | the raw counter (RDTSC) reading at the last update, masked to the width; meaningful only when `index != 0` |
@@ -135,9 +135,11 @@
 //!
 //! The page is updated from a [`VirtualCounters`] with [`UserPage::publish`] (or
 //! [`UserPage::begin_update`], [`UserPage::set`], [`UserPage::end_update`]) **after every
-//! operation that changes it**: `resume` (new `start` values: a page left with the previous run's
-//! `start` would count other tasks' events), `suspend`, `sample`, `configure`, `reset`,
-//! `add_child`. The kernel builds the page in a plain [`UserPage`] and copies it into the task's
+//! operation that changes a slot's `sum` or `start`** (`VirtualCounters::slots_version`): the
+//! general protocol's `resume` and `suspend`, `sample`, `fold_wrapped`, `rebase`, `configure`,
+//! `reset`, `add_child`. The fast switch (`task::hwswitch`) changes neither: it writes each
+//! counter back to where the task left it, so the page stays right across switches; the exit
+//! assembly writes the virtual TSC's fields, `seq` and `interrupts` at every entry. The kernel builds the page in a plain [`UserPage`] and copies it into the task's
 //! page: `seq` first (odd), then the body, then `seq` (even), or all of it at once while the task
 //! cannot run on another CPU.
 
