@@ -220,6 +220,7 @@ impl UserContext {
     /// `base - T` at [`VTSC_OFFSET_AT`] (nothing when `page` is `None`), and, when RIP is in
     /// the retry-free reader's window, puts `base - T` into RSI. `None`: nothing is published
     /// and RSI is left alone.
+    #[inline]
     pub fn set_virtual_tsc(&mut self, publish: Option<VtscPublish<'_>>) {
         match publish {
             Some(p) => {

@@ -1040,6 +1040,7 @@ impl Running {
     /// Writes the whole page if what it publishes for the slots changed since its last whole
     /// write ([`PageState`]), or the virtual TSC does not run (the exit assembly then publishes
     /// nothing). `live`: the task's hardware counters will run.
+    #[inline]
     fn publish_if_changed(&mut self, counting: bool, live: bool) {
         let vtsc_running = counting && self.vc.is_running();
         let state = PageState {
@@ -1048,9 +1049,14 @@ impl Running {
             live,
         };
         if !vtsc_running || self.page_state != Some(state) {
-            self.publish();
-            self.page_state = vtsc_running.then_some(state);
+            self.publish_whole(vtsc_running.then_some(state));
         }
+    }
+
+    #[inline(never)]
+    fn publish_whole(&mut self, state: Option<PageState>) {
+        self.publish();
+        self.page_state = state;
     }
 
     /// Runs the task in ring 3 once, with its virtual TSC running only meanwhile. After an
