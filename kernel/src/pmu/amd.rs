@@ -48,8 +48,7 @@ use events::pmu::{PmuCaps, PmuKind};
 use super::backend::{Counter, CounterSet, PmiEvent, PmuBackend, PmuError, rd, wr};
 use super::msr::Msr;
 use super::regs::amd as r;
-use super::switch::{OverflowStatus, SwitchPlan};
-use alloc::vec::Vec;
+use super::switch::SwitchPlan;
 
 /// PERF_CTL.En.
 const EN: u64 = encode::bits::EN;
@@ -481,14 +480,7 @@ impl PmuBackend for AmdPmu {
         slots: &[(Counter, EventSelect, Modifiers)],
     ) -> Result<SwitchPlan, PmuError> {
         let global = self.has_global();
-        let mut plan = SwitchPlan {
-            program: Vec::new(),
-            counter_write: Vec::new(),
-            enable: Vec::new(),
-            disable: Vec::new(),
-            rdpmc: Vec::new(),
-            overflow: None,
-        };
+        let mut plan = SwitchPlan::default();
         let mut bits = 0u32;
         for (counter, select, modifiers) in slots {
             let n = self.index(*counter)?;
@@ -499,29 +491,27 @@ impl PmuBackend for AmdPmu {
             let value =
                 encode::amd_perf_ctl(select, modifiers, global).map_err(PmuError::Encode)?;
             let ctl = self.ctl_msr(n);
-            plan.program.push((ctl, value));
-            if !global {
-                plan.enable.push((ctl, value | EN));
-                plan.disable.push((ctl, value & !EN));
+            if global {
+                plan.program.push((ctl, value));
+            } else {
+                plan.gate_by_enable_bit(ctl, value, EN);
             }
             plan.counter_write.push((self.ctr_msr(n), true));
             plan.rdpmc.push(u32::from(n));
         }
         if global {
-            plan.program.push((r::GLOBAL_STATUS_CLR, u64::from(bits)));
-            plan.enable.push((r::GLOBAL_CTL, u64::from(bits)));
-            plan.disable.push((r::GLOBAL_CTL, 0));
-            plan.overflow = Some(OverflowStatus {
-                status: r::GLOBAL_STATUS,
-                clear: r::GLOBAL_STATUS_CLR,
-                bits: slots
+            plan.gate_globally(
+                r::GLOBAL_CTL,
+                r::GLOBAL_STATUS,
+                r::GLOBAL_STATUS_CLR,
+                slots
                     .iter()
                     .map(|(c, _, _)| match c {
                         Counter::Gp(n) => 1u64 << n,
                         Counter::Fixed(_) => 0,
                     })
                     .collect(),
-            });
+            );
         }
         Ok(plan)
     }

@@ -78,8 +78,7 @@ use events::pmu::PmuCaps;
 use super::backend::{Counter, CounterSet, PmiEvent, PmuBackend, PmuError, rd, wr};
 use super::msr::Msr;
 use super::regs::intel as r;
-use super::switch::{OverflowStatus, SwitchPlan};
-use alloc::vec::Vec;
+use super::switch::SwitchPlan;
 
 /// At most this many GP counters (GLOBAL_CTRL bits 31:0).
 const MAX_GP: u8 = 32;
@@ -664,14 +663,7 @@ impl PmuBackend for IntelArchPmu {
         slots: &[(Counter, EventSelect, Modifiers)],
     ) -> Result<SwitchPlan, PmuError> {
         let global = self.has_global();
-        let mut plan = SwitchPlan {
-            program: Vec::new(),
-            counter_write: Vec::new(),
-            enable: Vec::new(),
-            disable: Vec::new(),
-            rdpmc: Vec::new(),
-            overflow: None,
-        };
+        let mut plan = SwitchPlan::default();
         let mut set = CounterSet::EMPTY;
         let mut fixed_ctrl = 0u64;
         for (counter, select, modifiers) in slots {
@@ -689,10 +681,10 @@ impl PmuBackend for IntelArchPmu {
                     let value = encode::intel_perfevtsel(select, modifiers, global)
                         .map_err(PmuError::Encode)?;
                     let evtsel = r::PERFEVTSEL0 + u32::from(n);
-                    plan.program.push((evtsel, value));
-                    if !global {
-                        plan.enable.push((evtsel, value | EN));
-                        plan.disable.push((evtsel, value & !EN));
+                    if global {
+                        plan.program.push((evtsel, value));
+                    } else {
+                        plan.gate_by_enable_bit(evtsel, value, EN);
                     }
                     plan.counter_write
                         .push((self.gp_write_msr(n), self.caps.full_width_write));
@@ -708,27 +700,24 @@ impl PmuBackend for IntelArchPmu {
                         .push((r::FIXED_CTR0 + u32::from(i), true));
                 }
             }
-            plan.rdpmc.push(match counter {
-                Counter::Gp(n) => u32::from(n),
-                Counter::Fixed(i) => r::RDPMC_FIXED | u32::from(i),
-            });
+            plan.rdpmc.push(
+                self.rdpmc_index(counter)
+                    .ok_or(PmuError::NoSuchCounter(counter))?,
+            );
         }
         if set.fixed != 0 {
             plan.program.push((r::FIXED_CTR_CTRL, fixed_ctrl));
         }
         if global {
-            let bits = set.to_intel_global();
-            plan.program.push((r::PERF_GLOBAL_OVF_CTRL, bits));
-            plan.enable.push((r::PERF_GLOBAL_CTRL, bits));
-            plan.disable.push((r::PERF_GLOBAL_CTRL, 0));
-            plan.overflow = Some(OverflowStatus {
-                status: r::PERF_GLOBAL_STATUS,
-                clear: r::PERF_GLOBAL_OVF_CTRL,
-                bits: slots
+            plan.gate_globally(
+                r::PERF_GLOBAL_CTRL,
+                r::PERF_GLOBAL_STATUS,
+                r::PERF_GLOBAL_OVF_CTRL,
+                slots
                     .iter()
                     .map(|(c, _, _)| CounterSet::one(*c).to_intel_global())
                     .collect(),
-            });
+            );
         }
         Ok(plan)
     }

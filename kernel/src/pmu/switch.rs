@@ -32,7 +32,7 @@ pub struct OverflowStatus {
 /// `switch_plan`). Lists are written **last element first** (the batched door's order): the
 /// order within `program` does not matter (everything is stopped), the other lists hold one
 /// write on PMUs with a global control.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SwitchPlan {
     /// Loads the slots' events with the counters stopped, and clears their overflow status
     /// bits: a switch-in after anything else used the counters.
@@ -50,6 +50,32 @@ pub struct SwitchPlan {
     /// `None`: no status register (Intel v1, AMD legacy): a wrap shows as a reading below the
     /// last one.
     pub overflow: Option<OverflowStatus>,
+}
+
+impl SwitchPlan {
+    /// A counter started and stopped by the EN bit of its control register (Intel v1, AMD
+    /// without PerfMonV2): the control is loaded with `value` (EN clear), rewritten with EN set
+    /// to start and clear to stop.
+    pub fn gate_by_enable_bit(&mut self, control: u32, value: u64, en: u64) {
+        self.program.push((control, value & !en));
+        self.enable.push((control, value | en));
+        self.disable.push((control, value & !en));
+    }
+
+    /// Counters started and stopped together by a global control register (Intel v2+, AMD
+    /// PerfMonV2): `slot_bits[i]` is slot i's bit in it and in the overflow status; the
+    /// switch-in's programming clears the slots' status bits.
+    pub fn gate_globally(&mut self, control: u32, status: u32, clear: u32, slot_bits: Vec<u64>) {
+        let bits = slot_bits.iter().fold(0, |a, b| a | b);
+        self.program.push((clear, bits));
+        self.enable.push((control, bits));
+        self.disable.push((control, 0));
+        self.overflow = Some(OverflowStatus {
+            status,
+            clear,
+            bits: slot_bits,
+        });
+    }
 }
 
 /// MSR access in lists, for the switch: [`Msr`] plus a checked list type. On the machine
@@ -98,21 +124,15 @@ fn replay_rdpmc(msr: &mut impl Msr, ecx: &[u32], out: &mut [u64]) -> Result<(), 
     Ok(())
 }
 
-impl<M: Msr> BatchMsr for RecordingMsr<M> {
-    type List = PlainList;
-    fn list(&self, msrs: &[u32]) -> Result<PlainList, MsrFault> {
-        plain_list(msrs)
-    }
-    fn write_list(&mut self, list: &PlainList, values: &[u64]) -> Result<(), MsrFault> {
-        replay_writes(self, list, values)
-    }
-    fn rdpmc_list(&mut self, ecx: &[u32], out: &mut [u64]) -> Result<(), MsrFault> {
-        replay_rdpmc(self, ecx, out)
-    }
-}
+/// The host's [`Msr`]s, whose lists are [`PlainList`]s replayed one access at a time.
+pub trait ReplayMsr: Msr {}
+
+impl<M: Msr> ReplayMsr for RecordingMsr<M> {}
 
 #[cfg(test)]
-impl BatchMsr for super::sim::SimPmu {
+impl ReplayMsr for super::sim::SimPmu {}
+
+impl<M: ReplayMsr> BatchMsr for M {
     type List = PlainList;
     fn list(&self, msrs: &[u32]) -> Result<PlainList, MsrFault> {
         plain_list(msrs)

@@ -14,8 +14,9 @@
 //!
 //! - [`parse_counter_config`] validates a task's `counters_configure` request into slots.
 //!
-//! `task::run` wires these in: a task with slots has its events reprogrammed and switched in
-//! before every run in ring 3 (tasks share the counters) and switched out after it.
+//! `task::run` switches a task's counters with `hwswitch` (save and restore from the backend's
+//! switch plan); `start` and `switch_out` here are its fallback for a backend without a plan,
+//! and the reference the fast switch is tested against.
 
 use alloc::vec::Vec;
 use core::fmt;

@@ -20,14 +20,14 @@
 //!
 //! Each task has [`VirtualCounters`]: the virtual TSC, plus one slot per hardware counter when the
 //! task configured events (`counters_configure`, on a PMU; none on the TSC-only backend). A task
-//! with slots has its events reprogrammed on its counters and started (`hwslots::start`) before
-//! the RDTSC that resumes it, and stopped (`hwslots::switch_out`) after the one that suspends it
-//! (tasks share the counters; `run::hw`); its counters are released when it ends. The kernel resumes them (RDTSC) right before every entry to ring 3 and suspends
-//! them (RDTSC) right after every return from it, whether by SYSCALL, exception or interrupt, and
-//! publishes the counter page after each of the two, so the virtual TSC counts only the time the
-//! task ran in ring 3 plus the kernel's own entry and exit paths between those two RDTSCs and the
-//! privilege switch (a fixed number of instructions per kernel entry), never the time spent serving
-//! a syscall or an interrupt. Round-robin measures that fixed part for an interrupt round trip
+//! with slots has its counters restored and started (`hwswitch`, `run::hw`) before the TSC
+//! reading that resumes it, and stopped and saved after the one that suspends it (tasks share
+//! the counters); its counters are released when it ends. The virtual TSC starts at the exit
+//! assembly's last TSC reading before every entry to ring 3 and stops at the entry assembly's
+//! first one after every return, whether by SYSCALL, exception or interrupt (`hw::user`, "The
+//! virtual TSC's boundary"), so it counts only the time the task ran in ring 3 plus a fixed
+//! number of instructions of those paths per kernel entry, never the time spent serving a
+//! syscall or an interrupt. Round-robin measures that fixed part for an interrupt round trip
 //! ([`calibrate_switch`], once TSC-only and once with every counter of the PMU configured) and
 //! takes it off at every interrupt exit, so a preempted task reads the same deltas as an
 //! undisturbed one.
@@ -462,12 +462,11 @@ fn drain_pending_interrupts() {
 struct Switch {
     /// As the virtual TSC sees it (min, max): what is taken off at every interrupt exit.
     counted: (u64, u64),
-    /// Wall time of the whole round trip, the page writes before the switch-in reading
-    /// included (max, events reprogrammed or not): a quantum must be longer than this, or the
-    /// task never runs.
+    /// Wall time of the whole round trip (max, counters restored or not): a quantum must be
+    /// longer than this, or the task never runs.
     wall: u64,
-    /// The same when the task's events are still in the counters (switched back in with no
-    /// other task's counters in between: nothing reprogrammed).
+    /// The same when the task's events and values are still in the counters (switched back in
+    /// with no other task's counters in between: the switch-in only starts them).
     wall_loaded: u64,
 }
 
@@ -516,8 +515,8 @@ fn calibrate_switch(tsc_hz: Option<u64>, events: &[u64]) -> Option<Switch> {
     if !events.is_empty() && t.configure_events(events) < 0 {
         return None;
     }
-    // Four rounds with the task's events still loaded after the first, then one as after
-    // another task used the counters (its events reprogrammed at the switch-in).
+    // Four rounds with the task's counters still loaded after the first, then one as after
+    // another task used them (its events and values restored at the switch-in).
     let mut samples = [0u64; 5];
     let mut walls = [0u64; 5];
     for (round, (sample, wall)) in samples.iter_mut().zip(&mut walls).enumerate() {
@@ -1059,6 +1058,20 @@ impl Running {
         self.page_state = state;
     }
 
+    /// What the exit assembly publishes at the next entry (`hw::user`, "The virtual TSC's
+    /// boundary"): nothing unless the virtual TSC runs.
+    #[inline]
+    fn set_boundary(&mut self, vtsc_running: bool) {
+        let publish = user::VtscPublish {
+            page: self.page_pin.as_ref(),
+            base: self.vc.tsc().sum,
+            window: (self.read_window.0 != u64::MAX).then_some(self.read_window),
+            seq: self.page.seq,
+            interrupts: self.interrupts,
+        };
+        self.ctx.set_virtual_tsc(vtsc_running.then_some(publish));
+    }
+
     /// Runs the task in ring 3 once, with its virtual TSC running only meanwhile. After an
     /// interrupt the preemption compensation is taken off (never below the resume's reading).
     ///
@@ -1110,29 +1123,14 @@ impl Running {
         // entry assembly reads it first thing back, so the kernel's work around the run is
         // never the task's time (`hw::user` module docs).
         self.page.seq = self.page.seq.wrapping_add(2);
-        let window = (self.read_window.0 != u64::MAX).then_some(self.read_window);
-        let publish = user::VtscPublish {
-            page: self.page_pin.as_ref(),
-            base: self.vc.tsc().sum,
-            window,
-            seq: self.page.seq,
-            interrupts: self.interrupts,
-        };
-        self.ctx.set_virtual_tsc(vtsc_running.then_some(publish));
+        self.set_boundary(vtsc_running);
         if let Some(restore) = fast_in {
             pce = self.write_in_hw(restore, resumed);
             if !pce {
                 // The counts were lost: the page says so before the task runs.
                 self.publish_if_changed(counting, false);
                 vtsc_running = counting && self.vc.is_running();
-                self.ctx
-                    .set_virtual_tsc(vtsc_running.then_some(user::VtscPublish {
-                        page: self.page_pin.as_ref(),
-                        base: self.vc.tsc().sum,
-                        window,
-                        seq: self.page.seq,
-                        interrupts: self.interrupts,
-                    }));
+                self.set_boundary(vtsc_running);
             }
         }
         // CR4.PCE as this run needs it (left so afterwards: the kernel's RDPMC does not depend

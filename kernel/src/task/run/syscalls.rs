@@ -507,7 +507,7 @@ impl Running {
                 self.vc.generation() as i64
             }
             Err(e) => {
-                // The old configuration stays (its counters are reprogrammed at switch-in).
+                // The old configuration stays (its counters are loaded again at switch-in).
                 self.hw = old;
                 e
             }
