@@ -45,39 +45,47 @@ pub fn handle(frame: &mut TrapFrame) {
     const NMI: u64 = 2;
     const BREAKPOINT: u64 = 3;
     match frame.vector {
-        NMI => {
-            COUNTS.nmis.fetch_add(1, Relaxed);
-        }
         BREAKPOINT => {
             COUNTS.breakpoints.fetch_add(1, Relaxed);
         }
-        0..=31 => crate::fatal::fault(frame),
-        v if v == u64::from(TIMER_VECTOR) => {
+        v if v < 32 && v != NMI => crate::fatal::fault(frame),
+        v => interrupt(v as u8),
+    }
+}
+
+/// An interrupt (an NMI or a vector from 32 up), taken in the kernel or handed over from
+/// ring 3 (`task::ring3::forward_interrupt`): counted and acknowledged. No frame: nothing an
+/// interrupt does depends on where it arrived.
+pub fn interrupt(vector: u8) {
+    const NMI: u8 = 2;
+    match vector {
+        NMI => {
+            COUNTS.nmis.fetch_add(1, Relaxed);
+        }
+        TIMER_VECTOR => {
             COUNTS.last_tick_tsc.store(cpu::rdtsc(), Relaxed);
             COUNTS.timer_ticks.fetch_add(1, Relaxed);
             apic::eoi();
         }
-        v if v == u64::from(crate::counters::PMI_VECTOR) => crate::counters::on_pmi(),
-        v if v == u64::from(SPURIOUS_VECTOR) => {
+        v if v == crate::counters::PMI_VECTOR => crate::counters::on_pmi(),
+        SPURIOUS_VECTOR => {
             // No EOI for a spurious APIC interrupt.
             COUNTS.spurious_apic.fetch_add(1, Relaxed);
         }
-        v if (u64::from(pic::PIC1_VECTOR_BASE)..u64::from(pic::PIC2_VECTOR_BASE) + 8)
-            .contains(&v) =>
-        {
+        v if (pic::PIC1_VECTOR_BASE..pic::PIC2_VECTOR_BASE + 8).contains(&v) => {
             // Every 8259 line is masked: only spurious IRQ 7/15 can come. A real one (in
             // service) would be a bug, and is counted as unexpected.
-            let irq = (v - u64::from(pic::PIC1_VECTOR_BASE)) as u8;
+            let irq = v - pic::PIC1_VECTOR_BASE;
             if (irq == 7 || irq == 15) && !pic::in_service(irq) {
                 COUNTS.spurious_pic.fetch_add(1, Relaxed);
             } else {
                 COUNTS.unexpected.fetch_add(1, Relaxed);
-                COUNTS.last_unexpected_vector.store(v, Relaxed);
+                COUNTS.last_unexpected_vector.store(u64::from(v), Relaxed);
             }
         }
         v => {
             COUNTS.unexpected.fetch_add(1, Relaxed);
-            COUNTS.last_unexpected_vector.store(v, Relaxed);
+            COUNTS.last_unexpected_vector.store(u64::from(v), Relaxed);
             apic::eoi();
         }
     }

@@ -3,15 +3,15 @@
 //!
 //! KERNEL ENTRY (interrupts and exceptions). All 256 vectors have an assembly stub that makes
 //! the stack uniform (pushes a zero error code where the CPU pushes none, then the vector
-//! number) and jumps to `baremark_trap_common`, which saves every general-purpose register into
-//! a [`TrapFrame`] and calls [`trap_dispatch`]. A handler may change the frame (resume address,
+//! number) and jumps to `baremark_trap_common`, which, for a trap from ring 0, saves every
+//! general-purpose register into a [`TrapFrame`] and calls [`trap_dispatch`]. A handler may change the frame (resume address,
 //! registers); the stub restores it and returns with IRETQ. This is the only path by which an
 //! interrupt or exception enters the kernel, from ring 0 or ring 3.
 //!
-//! A trap from ring 3 is different: the dispatcher copies the frame into the running user
-//! context (`user::trap_from_user`) without calling the kernel's handler, and
-//! `baremark_trap_common` leaves through `baremark_user_trap_exit` (in `user.rs`), which returns
-//! from `user::run` instead of going back to ring 3. The SYSCALL entry is in `user.rs` too.
+//! A trap from ring 3 is different: `baremark_trap_common` jumps at once to
+//! `baremark_user_trap_entry` (in `user.rs`), which stores the registers and the frame into the
+//! running user context without calling the kernel's handler and returns from `user::run`
+//! instead of going back to ring 3. The SYSCALL entry is in `user.rs` too.
 //!
 //! Before the kernel's handler sees a kernel-mode #GP or #UD, the dispatcher consults the
 //! exception table of the MSR door (`msr.rs`): a fault on a guarded RDMSR/WRMSR/RDPMC resumes at
@@ -97,20 +97,15 @@ global_asm!(
 
     // KERNEL ENTRY: the common path of every interrupt and exception.
     baremark_trap_common:
+        // From ring 3: straight into the running context (`user.rs`), which returns from
+        // `user::run`; the kernel's handler is not called (the kernel decides, after `run`
+        // returns, what the trap means for the task).
+        test byte ptr [rsp + {cs_at_entry}], 3
+        jnz baremark_user_trap_entry
         push rax
         push rbx
         push rcx
         push rdx
-        // From ring 3 the task's virtual TSC stops here (`user.rs`, "The virtual TSC's
-        // boundary"): the delivery, the stub and these few instructions are all of the entry
-        // path it sees.
-        test byte ptr [rsp + {cs_early}], 3
-        jz baremark_trap_saved_tsc
-        rdtsc
-        shl rdx, 32
-        or rax, rdx
-        mov [rip + {left_tsc}], rax
-    baremark_trap_saved_tsc:
         push rsi
         push rdi
         push rbp
@@ -127,10 +122,6 @@ global_asm!(
         mov rdi, rsp
         cld
         call {dispatch}
-        // A trap from ring 3 does not go back there: `trap_dispatch` copied the frame into the
-        // running user context, and the kernel gets control as a return from `user::run`.
-        test byte ptr [rsp + {cs_offset}], 3
-        jnz baremark_user_trap_exit
         pop r15
         pop r14
         pop r13
@@ -165,9 +156,7 @@ global_asm!(
     .noaltmacro
     "#,
     dispatch = sym trap_dispatch,
-    left_tsc = sym crate::user::LEFT_TSC,
-    cs_early = const core::mem::offset_of!(TrapFrame, cs) - core::mem::offset_of!(TrapFrame, rdx),
-    cs_offset = const core::mem::offset_of!(TrapFrame, cs),
+    cs_at_entry = const core::mem::offset_of!(TrapFrame, cs) - core::mem::offset_of!(TrapFrame, vector),
 );
 
 unsafe extern "C" {
@@ -188,16 +177,9 @@ pub fn set_handler(handler: TrapHandler) {
 }
 
 extern "C" fn trap_dispatch(frame: &mut TrapFrame) {
-    if frame.from_user() {
-        // Every interrupt and exception in ring 3 ends `user::run`; the kernel's handler is not
-        // called (the kernel decides, after `run` returns, what the trap means for the task).
-        crate::user::trap_from_user(frame);
-        return;
-    }
     const INVALID_OPCODE: u64 = 6;
     const GENERAL_PROTECTION: u64 = 13;
     if (frame.vector == GENERAL_PROTECTION || frame.vector == INVALID_OPCODE)
-        && !frame.from_user()
         && let Some(fixup) = crate::msr::fixup_for(frame.rip)
     {
         frame.rip = fixup;

@@ -15,11 +15,11 @@
 //!   calls `run` again.
 //! - **Any interrupt or exception** in ring 3 ([`Exit::Trap`]): the CPU switches to TSS.RSP0,
 //!   which `run` sets to its own saved stack pointer, so the trap frame lands just below `run`'s
-//!   saved registers. The ordinary trap stubs (`trap.rs`) build the [`TrapFrame`];
-//!   `trap_dispatch` sees that it came from ring 3 and calls [`trap_from_user`], which copies
-//!   it into the running context instead of calling the kernel's handler; then
-//!   `baremark_trap_common`, instead of IRETQ'ing back to ring 3, jumps to
-//!   `baremark_user_trap_exit`, which returns from `run`. Interrupts (the APIC timer, a PMI)
+//!   saved registers. The ordinary trap stubs (`trap.rs`) push the vector and jump to
+//!   `baremark_trap_common`, which sees that the trap came from ring 3 and jumps to
+//!   `baremark_user_trap_entry` below (a `KERNEL ENTRY`): it stores the task's registers and
+//!   the CPU's frame straight into the running context (no trap frame, no Rust handler),
+//!   abandons the frame and returns from `run`. Interrupts (the APIC timer, a PMI)
 //!   arrive this way too, un-acknowledged: the kernel decides what to do (acknowledge them,
 //!   resume the task, end it).
 //!
@@ -68,7 +68,7 @@
 //! # The virtual TSC's boundary
 //!
 //! The SYSCALL entry and the trap entry (from ring 3) read the TSC first thing (after saving
-//! RAX and RDX) into `LEFT_TSC`; the exit path reads it as the last thing before IRETQ/SYSRETQ
+//! RAX and RDX) into the context (`left_tsc`); the exit path reads it as the last thing before IRETQ/SYSRETQ
 //! (`BAREMARK_VTSC_PUBLISH`), stores the reading in the context, writes the counter page's
 //! virtual-TSC `start` and `tsc_offset` through the kernel's mapping of the pinned page, and does
 //! the retry-free reader's fix-up of RSI, branch-free. So everything the kernel does around a run
@@ -89,12 +89,11 @@
 
 use core::arch::global_asm;
 use core::mem::offset_of;
-use core::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicU64, Ordering};
 
 use x86_64::structures::paging::PageTableFlags;
 
 use crate::gdt::{KERNEL_DATA_SELECTOR, USER_CODE_SELECTOR, USER_DATA_SELECTOR};
-use crate::trap::TrapFrame;
 use crate::{msr, paging};
 
 /// The lowest page a task may map: page 0 stays unmapped so null pointers fault.
@@ -148,7 +147,7 @@ pub struct UserContext {
     pub rflags: u64,
     /// Physical address of the task's level-4 table.
     cr3: u64,
-    // The last trap from ring 3 (written by `trap_from_user`).
+    // The last trap from ring 3 (written by `baremark_user_trap_entry`).
     trap_vector: u64,
     trap_error_code: u64,
     trap_cr2: u64,
@@ -242,18 +241,21 @@ impl UserContext {
     }
 
     /// The entries into ring 3 with this context so far, by IRETQ and by SYSRETQ.
+    #[inline]
     pub fn entries(&self) -> EntryCounts {
         self.entries
     }
 
     /// The TSC at the last entry into ring 3 (the exit assembly's reading before IRETQ or
     /// SYSRETQ): where the task's virtual TSC started counting.
+    #[inline]
     pub fn entered_tsc(&self) -> u64 {
         self.entered_tsc
     }
 
     /// The TSC at the last return from ring 3 (the entry assembly's first reading after
     /// SYSCALL, or after a trap's frame is saved): where the task's virtual TSC stopped.
+    #[inline]
     pub fn left_tsc(&self) -> u64 {
         self.left_tsc
     }
@@ -303,6 +305,7 @@ struct Sink(core::cell::UnsafeCell<[u8; PAGE_SIZE as usize]>);
 unsafe impl Sync for Sink {}
 static VTSC_SINK: Sink = Sink(core::cell::UnsafeCell::new([0; PAGE_SIZE as usize]));
 
+#[inline]
 fn sink_address() -> u64 {
     VTSC_SINK.0.get() as u64
 }
@@ -351,9 +354,6 @@ const EXIT_TRAP: u64 = 2;
 static KERNEL_RSP: AtomicU64 = AtomicU64::new(0);
 /// The user RSP between SYSCALL and its store into the context (one CPU: no per-CPU area).
 static USER_RSP_SCRATCH: AtomicU64 = AtomicU64::new(0);
-/// The TSC the entry paths read first thing after SYSCALL or a trap from ring 3 (`trap.rs`
-/// writes it too); `run` copies it into the context.
-pub(crate) static LEFT_TSC: AtomicU64 = AtomicU64::new(0);
 /// Entries into ring 3 by IRETQ and by SYSRETQ, since boot.
 static IRETQ_ENTRIES: AtomicU64 = AtomicU64::new(0);
 static SYSRETQ_ENTRIES: AtomicU64 = AtomicU64::new(0);
@@ -373,9 +373,6 @@ pub fn entry_counts() -> EntryCounts {
         sysretq: SYSRETQ_ENTRIES.load(Ordering::Relaxed),
     }
 }
-
-/// The context being run, for `trap_from_user`; null outside `run`.
-static CURRENT: AtomicPtr<UserContext> = AtomicPtr::new(core::ptr::null_mut());
 
 // Layout of `run`'s saved state, from KERNEL_RSP upwards:
 //   [+0] context pointer  [+8] kernel CR3  [+16] kernel RFLAGS
@@ -497,7 +494,8 @@ global_asm!(
         rdtsc
         shl rdx, 32
         or rax, rdx
-        mov [rip + {left_tsc}], rax
+        mov rdx, [rsp + 16]
+        mov [rdx + {left_tsc}], rax
         pop rdx
         mov rax, [rsp + 8]
         mov [rax + {rbx}], rbx
@@ -523,9 +521,56 @@ global_asm!(
         mov eax, {exit_syscall}
         jmp baremark_user_return
 
-    // Reached from `baremark_trap_common` (trap.rs) after `trap_dispatch` copied a ring-3 trap
-    // frame into the context: abandon the frame and return from `run`.
-    .global baremark_user_trap_exit
+    // KERNEL ENTRY (an interrupt or exception in ring 3). Reached from `baremark_trap_common`
+    // (trap.rs) with the stub's vector and error code on the stack below the CPU's frame, on
+    // TSS.RSP0 = KERNEL_RSP, whose first word is the context. Stores the task's registers and
+    // the frame straight into the context, abandons the frame and returns from `run`.
+    .global baremark_user_trap_entry
+    baremark_user_trap_entry:
+        push rax
+        push rdx
+        // The task's virtual TSC stops here: the delivery, the stub, the ring test and these
+        // two pushes are all of the entry path it sees.
+        rdtsc
+        shl rdx, 32
+        or rax, rdx
+        // The CPU pushed its frame right below TSS.RSP0 = KERNEL_RSP (16-byte aligned, so no
+        // padding): KERNEL_RSP's first word, the context, is 9 words up.
+        mov rdx, [rsp + 72]
+        mov [rdx + {left_tsc}], rax
+        mov [rdx + {rbx}], rbx
+        mov [rdx + {rcx}], rcx
+        mov [rdx + {rsi}], rsi
+        mov [rdx + {rdi}], rdi
+        mov [rdx + {rbp}], rbp
+        mov [rdx + {r8}], r8
+        mov [rdx + {r9}], r9
+        mov [rdx + {r10}], r10
+        mov [rdx + {r11}], r11
+        mov [rdx + {r12}], r12
+        mov [rdx + {r13}], r13
+        mov [rdx + {r14}], r14
+        mov [rdx + {r15}], r15
+        // [rsp]: rdx, rax, vector, error code, rip, cs, rflags, rsp, ss.
+        mov rax, [rsp]
+        mov [rdx + {rdx}], rax
+        mov rax, [rsp + 8]
+        mov [rdx + {rax}], rax
+        mov rax, [rsp + 16]
+        mov [rdx + {trap_vector}], rax
+        mov rax, [rsp + 24]
+        mov [rdx + {trap_error_code}], rax
+        mov rax, [rsp + 32]
+        mov [rdx + {rip}], rax
+        mov rax, [rsp + 48]
+        mov [rdx + {rflags}], rax
+        mov rax, [rsp + 56]
+        mov [rdx + {rsp}], rax
+        // CR2 is only meaningful for a page fault; `run` reports it for vector 14 alone.
+        mov rax, cr2
+        mov [rdx + {trap_cr2}], rax
+
+    // Abandon the trap frame and return from `run`.
     baremark_user_trap_exit:
         mov rsp, [rip + {kernel_rsp}]
         mov ecx, {kernel_ss}
@@ -548,7 +593,10 @@ global_asm!(
     "#,
     kernel_rsp = sym KERNEL_RSP,
     user_rsp_scratch = sym USER_RSP_SCRATCH,
-    left_tsc = sym LEFT_TSC,
+    left_tsc = const offset_of!(UserContext, left_tsc),
+    trap_vector = const offset_of!(UserContext, trap_vector),
+    trap_error_code = const offset_of!(UserContext, trap_error_code),
+    trap_cr2 = const offset_of!(UserContext, trap_cr2),
     entered_tsc = const offset_of!(UserContext, entered_tsc),
     vtsc_page = const offset_of!(UserContext, vtsc_page),
     vtsc_base = const offset_of!(UserContext, vtsc_base),
@@ -622,16 +670,15 @@ pub fn run(ctx: &mut UserContext) -> Exit {
     let _ = crate::syscall::init();
     ctx.rflags = sanitise_rflags(ctx.rflags);
     let use_sysret = ctx.rcx == ctx.rip && ctx.r11 == ctx.rflags;
+    // Counts (wrapping: 2^64 entries never happen, and no check on this path).
     if use_sysret {
         SYSRETQ_ENTRIES.fetch_add(1, Ordering::Relaxed);
-        ctx.entries.sysretq += 1;
+        ctx.entries.sysretq = ctx.entries.sysretq.wrapping_add(1);
     } else {
         IRETQ_ENTRIES.fetch_add(1, Ordering::Relaxed);
-        ctx.entries.iretq += 1;
+        ctx.entries.iretq = ctx.entries.iretq.wrapping_add(1);
     }
     let ptr: *mut UserContext = ctx;
-    let previous = CURRENT.swap(ptr, Ordering::Relaxed);
-    debug_assert!(previous.is_null(), "user::run is not reentrant");
     // SAFETY: `ptr` is a valid, exclusively borrowed context for the whole call; its CR3 is a
     // level-4 table built by `AddressSpace::new` (the kernel half shared, so this code, the
     // stack and the statics stay mapped), and its frames are never freed. RIP and RSP are
@@ -641,8 +688,6 @@ pub fn run(ctx: &mut UserContext) -> Exit {
     // callee-saved register, the kernel's RFLAGS and CR3 restored.
     let exit =
         unsafe { baremark_user_run(ptr, crate::gdt::ring0_stack_slot(), u64::from(use_sysret)) };
-    CURRENT.store(core::ptr::null_mut(), Ordering::Relaxed);
-    ctx.left_tsc = LEFT_TSC.load(Ordering::Relaxed);
     if exit == EXIT_SYSCALL {
         Exit::Syscall
     } else {
@@ -652,46 +697,6 @@ pub fn run(ctx: &mut UserContext) -> Exit {
             cr2: (ctx.trap_vector == PAGE_FAULT).then_some(ctx.trap_cr2),
         }
     }
-}
-
-/// Called by `trap_dispatch` for a trap from ring 3, on the kernel stack below `run`'s frame:
-/// copies the frame into the running context. `baremark_trap_common` then returns from `run`.
-pub(crate) fn trap_from_user(frame: &TrapFrame) {
-    let cr2 = if frame.vector == PAGE_FAULT {
-        crate::cpu::cr2()
-    } else {
-        0
-    };
-    let ptr = CURRENT.load(Ordering::Relaxed);
-    if ptr.is_null() {
-        // Ring 3 is only ever entered by `run`, which sets CURRENT first; without it there is
-        // no stack to return to.
-        crate::cpu::halt_forever();
-    }
-    // SAFETY: `run` set CURRENT to the context it was given, which stays exclusively borrowed
-    // (by `run`, which is suspended in the assembly) until it returns.
-    let ctx = unsafe { &mut *ptr };
-    ctx.rax = frame.rax;
-    ctx.rbx = frame.rbx;
-    ctx.rcx = frame.rcx;
-    ctx.rdx = frame.rdx;
-    ctx.rsi = frame.rsi;
-    ctx.rdi = frame.rdi;
-    ctx.rbp = frame.rbp;
-    ctx.r8 = frame.r8;
-    ctx.r9 = frame.r9;
-    ctx.r10 = frame.r10;
-    ctx.r11 = frame.r11;
-    ctx.r12 = frame.r12;
-    ctx.r13 = frame.r13;
-    ctx.r14 = frame.r14;
-    ctx.r15 = frame.r15;
-    ctx.rip = frame.rip;
-    ctx.rsp = frame.rsp;
-    ctx.rflags = frame.rflags;
-    ctx.trap_vector = frame.vector;
-    ctx.trap_error_code = frame.error_code;
-    ctx.trap_cr2 = cr2;
 }
 
 /// Why a mapping in an address space failed.

@@ -54,7 +54,7 @@ fn run_rdpmc(space: &AddressSpace, ecx: u32) -> Ring3 {
             }
             Exit::Syscall => return Ring3::Other(format!("unexpected syscall {}", ctx.rax)),
             Exit::Trap { vector, .. } if taskring3::is_interrupt(vector) => {
-                taskring3::forward_interrupt(&ctx, vector);
+                taskring3::forward_interrupt(vector);
             }
             Exit::Trap { vector, .. } => return Ring3::Fault(vector),
             Exit::InvalidContext(_) => return Ring3::Other("the context was refused".into()),

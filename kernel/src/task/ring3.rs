@@ -3,7 +3,6 @@
 //! records, and handing an interrupt taken in ring 3 to the kernel's handler.
 
 use baremark_hw::gdt::{USER_CODE_SELECTOR, USER_DATA_SELECTOR};
-use baremark_hw::trap::TrapFrame;
 use baremark_hw::user::{self, AddressSpace, ContextError, UserContext};
 
 use super::abi::{EFAULT, EINVAL, WRITE_MAX};
@@ -31,17 +30,9 @@ pub fn is_interrupt(vector: u8) -> bool {
 
 /// Hands an interrupt (or NMI) taken in ring 3 to the kernel's handler, which counts and
 /// acknowledges it as in kernel mode; the task then goes on.
-pub fn forward_interrupt(ctx: &UserContext, vector: u8) {
-    let mut frame = TrapFrame {
-        vector: u64::from(vector),
-        rip: ctx.rip,
-        cs: u64::from(USER_CODE_SELECTOR),
-        rflags: ctx.rflags,
-        rsp: ctx.rsp,
-        ss: u64::from(USER_DATA_SELECTOR),
-        ..TrapFrame::default()
-    };
-    traps::handle(&mut frame);
+#[inline]
+pub fn forward_interrupt(vector: u8) {
+    traps::interrupt(vector);
 }
 
 /// The `detail` of the fault a task gets when its context cannot be resumed.

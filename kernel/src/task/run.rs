@@ -536,7 +536,7 @@ fn calibrate_switch(tsc_hz: Option<u64>, events: &[u64]) -> Option<Switch> {
         let wall_before = hwcpu::rdtsc();
         match t.enter() {
             Exit::Trap { vector, .. } if vector == traps::TIMER_VECTOR => {
-                ring3::forward_interrupt(&t.ctx, vector);
+                ring3::forward_interrupt(vector);
             }
             _ => {
                 apic::timer_stop();
@@ -934,7 +934,7 @@ impl Running {
             },
             Exit::Trap { vector, .. } if ring3::is_interrupt(vector) => {
                 self.interrupts += 1;
-                ring3::forward_interrupt(&self.ctx, vector);
+                ring3::forward_interrupt(vector);
                 if vector == traps::TIMER_VECTOR {
                     Step::Preempted
                 } else {

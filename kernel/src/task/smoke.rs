@@ -306,7 +306,7 @@ fn supervise(
                 // An interrupt (or NMI) in ring 3: the kernel's handler counts and acknowledges
                 // it, as in kernel mode; then the task goes on.
                 interrupts += 1;
-                ring3::forward_interrupt(ctx, vector);
+                ring3::forward_interrupt(vector);
                 if payload.timer && vector == traps::TIMER_VECTOR {
                     ctx.rip += 2;
                 }
