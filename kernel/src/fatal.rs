@@ -12,7 +12,7 @@ use baremark_hw::{cpu, port};
 use crate::config::OnEnd;
 use crate::console;
 use crate::exceptions;
-use crate::traps::COUNTS;
+use crate::trap_counts::COUNTS;
 
 /// isa-debug-exit value for a successful run (QEMU exits with 33).
 pub const EXIT_SUCCESS: u8 = 0x10;

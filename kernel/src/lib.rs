@@ -54,6 +54,8 @@ pub mod selftest_live;
 #[cfg(target_os = "none")]
 pub mod timer;
 #[cfg(target_os = "none")]
+pub mod trap_counts;
+#[cfg(target_os = "none")]
 pub mod traps;
 
 /// The kernel's version, reported in the `boot` record.

@@ -19,7 +19,8 @@ use crate::fatal::{self, Status};
 use crate::pmu_info::{self, AmdPerfmon, IntelArchPerfmon};
 use crate::say;
 use crate::timer::{self, ApicReport, TscReport};
-use crate::traps::{self, COUNTS};
+use crate::trap_counts::COUNTS;
+use crate::traps;
 use crate::tsc::Mhz;
 use events::pmu::PmuKind;
 

@@ -11,7 +11,8 @@ use baremark_hw::{cpu, pit};
 use raw_cpuid::CpuIdReaderNative;
 
 use crate::cpu::{CpuInfo, raw_cpuid_leaf};
-use crate::traps::{COUNTS, SPURIOUS_VECTOR, TIMER_VECTOR};
+use crate::trap_counts::COUNTS;
+use crate::traps::{SPURIOUS_VECTOR, TIMER_VECTOR};
 use crate::tsc::{self, PitMeasurement, TscFrequency};
 
 /// Everything learnt about the TSC.

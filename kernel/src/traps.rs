@@ -7,38 +7,17 @@
 //! - spurious APIC and 8259 interrupts are counted, as is anything unexpected, and reported in
 //!   the `end` record.
 
-use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use core::sync::atomic::Ordering::Relaxed;
 
 use baremark_hw::trap::TrapFrame;
 use baremark_hw::{apic, cpu, pic};
+
+use crate::trap_counts::COUNTS;
 
 /// Vector of the local APIC timer.
 pub const TIMER_VECTOR: u8 = 0x40;
 /// Vector of the local APIC's spurious interrupt.
 pub const SPURIOUS_VECTOR: u8 = 0xff;
-
-/// Interrupt and trap counts, reported in the `end` record.
-pub struct Counts {
-    pub timer_ticks: AtomicU64,
-    pub last_tick_tsc: AtomicU64,
-    pub breakpoints: AtomicU64,
-    pub nmis: AtomicU64,
-    pub spurious_apic: AtomicU64,
-    pub spurious_pic: AtomicU64,
-    pub unexpected: AtomicU64,
-    pub last_unexpected_vector: AtomicU64,
-}
-
-pub static COUNTS: Counts = Counts {
-    timer_ticks: AtomicU64::new(0),
-    last_tick_tsc: AtomicU64::new(0),
-    breakpoints: AtomicU64::new(0),
-    nmis: AtomicU64::new(0),
-    spurious_apic: AtomicU64::new(0),
-    spurious_pic: AtomicU64::new(0),
-    unexpected: AtomicU64::new(0),
-    last_unexpected_vector: AtomicU64::new(0),
-};
 
 /// Entry point from the trap dispatcher.
 pub fn handle(frame: &mut TrapFrame) {

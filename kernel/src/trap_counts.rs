@@ -1,0 +1,28 @@
+//! What the trap handler (`traps`) counts, in a module of its own so that the readers (the
+//! fault report in `fatal`, the timer's calibration, the boot checks) do not depend on the
+//! handler, which depends on them.
+
+use core::sync::atomic::AtomicU64;
+
+/// Interrupt and trap counts, reported in the `end` record.
+pub struct Counts {
+    pub timer_ticks: AtomicU64,
+    pub last_tick_tsc: AtomicU64,
+    pub breakpoints: AtomicU64,
+    pub nmis: AtomicU64,
+    pub spurious_apic: AtomicU64,
+    pub spurious_pic: AtomicU64,
+    pub unexpected: AtomicU64,
+    pub last_unexpected_vector: AtomicU64,
+}
+
+pub static COUNTS: Counts = Counts {
+    timer_ticks: AtomicU64::new(0),
+    last_tick_tsc: AtomicU64::new(0),
+    breakpoints: AtomicU64::new(0),
+    nmis: AtomicU64::new(0),
+    spurious_apic: AtomicU64::new(0),
+    spurious_pic: AtomicU64::new(0),
+    unexpected: AtomicU64::new(0),
+    last_unexpected_vector: AtomicU64::new(0),
+};
