@@ -49,12 +49,12 @@ pub const SFMASK: u64 = (1 << 8) | (1 << 9) | (1 << 10) | (3 << 12) | (1 << 14) 
 
 static INIT: Once<Result<(), MsrError>> = Once::new();
 
-/// Turns SYSCALL on and points it at the kernel entry. Idempotent (the first result is kept);
-/// [`crate::user::run`] calls it before the first entry to ring 3.
-pub fn init() -> Result<(), MsrError> {
+/// Turns SYSCALL on and points it at `entry`, the kernel entry. Idempotent (the first result is
+/// kept); [`crate::user::run`] calls it before the first entry to ring 3, with its own entry's
+/// address (given, not looked up, so this module does not depend on `user.rs`).
+pub fn init(entry: u64) -> Result<(), MsrError> {
     *INIT.call_once(|| {
         let efer = msr::read(addr::IA32_EFER)?;
-        let entry = crate::user::syscall_entry_address();
         // SAFETY: STAR holds the selectors of the GDT laid out in `gdt.rs` (checked above),
         // LSTAR the entry in `user.rs`, which switches to the kernel stack before touching
         // memory; SFMASK clears IF so no interrupt can arrive before that. EFER.SCE only

@@ -667,7 +667,7 @@ pub fn run(ctx: &mut UserContext) -> Exit {
     if !is_user_canonical(ctx.rsp) {
         return Exit::InvalidContext(ContextError::NonCanonicalRsp);
     }
-    let _ = crate::syscall::init();
+    let _ = crate::syscall::init(syscall_entry_address());
     ctx.rflags = sanitise_rflags(ctx.rflags);
     let use_sysret = ctx.rcx == ctx.rip && ctx.r11 == ctx.rflags;
     // Counts (wrapping: 2^64 entries never happen, and no check on this path).
