@@ -330,7 +330,7 @@ fn boot_live(request: &BootRequest, verbose: bool, print_records: bool) -> Resul
 fn finish_results(records: &[Record], output: &OutputArgs) -> Result<()> {
     let res = match output::results(records) {
         Some(res) => {
-            println!("\n{}", table::render(&res).trim_end());
+            println!("\n{}", table::render(&res, output.detail).trim_end());
             res
         }
         None if output.any() => Results::from_records(records),
@@ -401,7 +401,8 @@ fn count(args: CountArgs) -> Result<ExitCode> {
     let (request, reason) = prepare_boot(args.qemu, config)?;
     let outcome = boot_live(&request, args.verbose, false)?;
     let res = Results::from_records(&outcome.records);
-    println!("{}", table::render(&res).trim_end());
+    // `count` is `perf stat` for one payload: its benchmarks' own tables, always.
+    println!("{}", table::render(&res, true).trim_end());
     note(&output::write_files(&res, &args.output)?);
     if outcome.verdict() != Verdict::Success {
         println!("{}", render::outcome_lines(&outcome, &reason));

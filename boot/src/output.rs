@@ -22,6 +22,10 @@ pub struct OutputArgs {
     /// Plot the per-repetition virtual TSC of every benchmark as SVG.
     #[arg(long, value_name = "FILE.svg")]
     pub plot: Option<PathBuf>,
+    /// Print every benchmark's own table (perf-stat style, with outliers and derived metrics)
+    /// instead of the one-table summary shown for more than one benchmark.
+    #[arg(long)]
+    pub detail: bool,
 }
 
 impl OutputArgs {

@@ -338,12 +338,198 @@ fn notes(b: &Benchmark) -> String {
     out
 }
 
-/// The whole report: header, every benchmark, errors, a closing count.
-pub fn render(res: &Results) -> String {
-    let mut out = header(res);
+/// Whether `b` is the suite's empty benchmark, whose value after overhead removal is zero by
+/// construction: its summary row shows the overhead itself.
+fn is_overhead_row(b: &Benchmark) -> bool {
+    b.bench == "empty"
+        && b.typed
+            .iter()
+            .any(|r| r.overhead.as_deref() == Some("empty") && r.overhead_stats.is_some())
+}
+
+/// One summary cell: the median and the spread, or why there is none.
+fn summary_cell(r: Option<&ResultRec>, overhead_row: bool) -> String {
+    let Some(r) = r else {
+        return "-".into();
+    };
+    let stats = if overhead_row {
+        r.overhead_stats.as_ref()
+    } else {
+        r.chosen().map(|(s, _)| s)
+    };
+    match stats {
+        Some(s) if r.supported => format!("{} ±{}", num(s.median), pct(s.stddev, s.mean)),
+        _ if r.supported
+            || r.reason
+                .as_deref()
+                .is_some_and(|why| why.starts_with("not measured")) =>
+        {
+            "not counted".into()
+        }
+        _ => "not supported".into(),
+    }
+}
+
+/// The suite summary: a row per benchmark, a column per event counted anywhere (median per
+/// iteration and its relative standard deviation); events no benchmark could count folded into
+/// one line; the overhead, multiplexing and interrupts as footnotes.
+pub fn summary(res: &Results) -> String {
+    let mut out = String::new();
+    // Events in the order the benchmarks report them.
+    let mut events: Vec<&str> = Vec::new();
     for b in &res.benchmarks {
+        for r in &b.typed {
+            if !events.contains(&r.event.as_str()) {
+                events.push(&r.event);
+            }
+        }
+    }
+    let counted = |e: &str| {
+        res.benchmarks.iter().any(|b| {
+            b.result(e)
+                .is_some_and(|r| r.supported && r.chosen().is_some())
+        })
+    };
+    let (columns, folded): (Vec<&str>, Vec<&str>) = events.iter().partition(|e| counted(e));
+    let mut rows: Vec<Vec<String>> = Vec::new();
+    let mut header = vec!["benchmark".to_string()];
+    header.extend(columns.iter().map(|e| e.to_string()));
+    rows.push(header);
+    for b in &res.benchmarks {
+        let overhead_row = is_overhead_row(b);
+        let mut row = vec![if overhead_row {
+            format!("{} (the overhead)", b.title())
+        } else {
+            b.title()
+        }];
+        row.extend(
+            columns
+                .iter()
+                .map(|e| summary_cell(b.result(e), overhead_row)),
+        );
+        rows.push(row);
+    }
+    let widths: Vec<usize> = (0..rows[0].len())
+        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
+        .collect();
+    let per_iteration = res
+        .benchmarks
+        .iter()
+        .flat_map(|b| &b.typed)
+        .any(|r| r.per_iteration.is_some());
+    let reps = res
+        .benchmarks
+        .iter()
+        .flat_map(|b| &b.typed)
+        .find_map(|r| r.reps);
+    let _ = writeln!(
+        out,
+        " Summary of {} benchmarks: median {} ± relative standard deviation{}; tsc in ticks\n",
+        res.benchmarks.len(),
+        if per_iteration {
+            "per iteration"
+        } else {
+            "per region"
+        },
+        reps.map_or(String::new(), |n| format!(" over {n} repetitions"))
+    );
+    for row in &rows {
+        let mut line = String::from(" ");
+        for (c, cell) in row.iter().enumerate() {
+            if c == 0 {
+                let _ = write!(line, "{cell:<w$}", w = widths[0]);
+            } else {
+                let _ = write!(line, "  {cell:>w$}", w = widths[c]);
+            }
+        }
+        let _ = writeln!(out, "{}", line.trim_end());
+    }
+    out.push('\n');
+    if !folded.is_empty() {
+        let reason = folded
+            .iter()
+            .find_map(|e| {
+                res.benchmarks
+                    .iter()
+                    .find_map(|b| b.result(e).and_then(|r| r.reason.clone()))
+            })
+            .unwrap_or_else(|| "no reason given".into());
+        let _ = writeln!(
+            out,
+            "   not counted in any benchmark: {} ({reason})",
+            folded.join(", ")
+        );
+    }
+    let overheads: Vec<f64> = res
+        .benchmarks
+        .iter()
+        .filter_map(|b| b.result("tsc"))
+        .filter(|r| r.overhead.as_deref() == Some("empty"))
+        .filter_map(|r| r.overhead_stats.as_ref().map(|s| s.median))
+        .collect();
+    if !overheads.is_empty() {
+        let lo = overheads.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = overheads.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let range = if lo == hi {
+            num(lo)
+        } else {
+            format!("{} to {}", num(lo), num(hi))
+        };
+        let _ = writeln!(
+            out,
+            "   overhead: the empty region, {range} ticks per region (median), measured with each benchmark and subtracted"
+        );
+    } else if let Some(mode) = res.config.overhead.as_deref() {
+        let _ = writeln!(out, "   {}", overhead_text(Some(mode)));
+    }
+    if let Some(r) = res
+        .benchmarks
+        .iter()
+        .flat_map(|b| &b.typed)
+        .find(|r| r.multiplexed)
+    {
+        let _ = writeln!(
+            out,
+            "   multiplexed: {} groups measured in turn, each over all repetitions (not scaled)",
+            r.groups.map_or("?".into(), |g| g.to_string())
+        );
+    }
+    let interrupted: Vec<String> = res
+        .benchmarks
+        .iter()
+        .filter_map(|b| {
+            let n = b.typed.iter().filter_map(|r| r.interrupts).max()?;
+            (n > 0).then(|| format!("{} ({n})", b.title()))
+        })
+        .collect();
+    if interrupted.is_empty() {
+        let _ = writeln!(out, "   interrupts: none in the measured regions");
+    } else {
+        let _ = writeln!(
+            out,
+            "   interrupts in the measured regions (they are in the values): {}",
+            interrupted.join(", ")
+        );
+    }
+    let _ = writeln!(
+        out,
+        "   per-benchmark tables, outliers and derived metrics: --detail"
+    );
+    out
+}
+
+/// The whole report: header, the benchmarks, errors, a closing count. More than one benchmark
+/// is shown as one summary table unless `detail` asks for every benchmark's own table.
+pub fn render(res: &Results, detail: bool) -> String {
+    let mut out = header(res);
+    if detail || res.benchmarks.len() <= 1 {
+        for b in &res.benchmarks {
+            out.push('\n');
+            out.push_str(&benchmark(b));
+        }
+    } else {
         out.push('\n');
-        out.push_str(&benchmark(b));
+        out.push_str(&summary(res));
     }
     if !res.errors.is_empty() {
         out.push('\n');

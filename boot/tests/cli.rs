@@ -456,6 +456,7 @@ fn report_renders_the_results_table_json_csv_and_plot() {
     let out = baremark()
         .arg("report")
         .arg(fixture("bench-empty.log"))
+        .arg("--detail")
         .arg("--json")
         .arg(&json)
         .arg("--csv")
@@ -579,6 +580,82 @@ per_iteration_mean_20_80,outliers,interrupts,emulated"
     for name in ["add-latency", "chase-l1", "GenuineIntel-6-55-4"] {
         assert!(svg_text.contains(name), "{name} not in the plot");
     }
+}
+
+#[test]
+fn report_summarises_several_benchmarks_in_one_table() {
+    let out = baremark()
+        .arg("report")
+        .arg(fixture("bench-empty.log"))
+        .output()
+        .unwrap();
+    assert_ok(&out);
+    let stdout = stdout_of(&out);
+    // One table: a row per benchmark, a column per event counted anywhere.
+    for want in [
+        " Summary of 2 benchmarks: median per iteration ± relative standard deviation over 130 repetitions; tsc in ticks",
+        " benchmark             tsc  instructions        cycles  branch-misses",
+        " add-latency  4.000 ±0.87%  4.000 ±0.00%  4.000 ±0.02%     0 ±141.99%",
+        " chase-l1     4.000 ±0.09%  4.000 ±0.00%  16.00 ±0.00%     0 ±137.14%",
+        "   not counted in any benchmark: topdown-retiring (needs Intel architectural v5 (this PMU is v4))",
+        "   overhead: the empty region, 61.00 to 81.00 ticks per region (median), measured with each benchmark and subtracted",
+        "   multiplexed: 2 groups measured in turn, each over all repetitions (not scaled)",
+        "   interrupts in the measured regions (they are in the values): chase-l1 (2)",
+        "   per-benchmark tables, outliers and derived metrics: --detail",
+        "2 benchmarks | 10 results, 2 not supported | 2 errors",
+    ] {
+        assert!(
+            stdout.lines().any(|l| l == want),
+            "no line `{want}` in:\n{stdout}"
+        );
+    }
+    assert!(
+        !stdout.contains("Performance counter stats"),
+        "the per-benchmark tables only with --detail:\n{stdout}"
+    );
+}
+
+#[test]
+fn the_suite_summary_shows_the_empty_benchmark_as_the_overhead() {
+    // A real serial log: the default suite under TCG (virtual TSC only).
+    let out = baremark()
+        .arg("report")
+        .arg(fixture("suite-tcg.log"))
+        .output()
+        .unwrap();
+    assert_ok(&out);
+    let stdout = stdout_of(&out);
+    let rows: Vec<&str> = stdout
+        .lines()
+        .skip_while(|l| !l.starts_with(" benchmark "))
+        .skip(1)
+        .take_while(|l| !l.is_empty())
+        .collect();
+    assert_eq!(rows.len(), 16, "a row per benchmark:\n{stdout}");
+    // The empty benchmark's value after overhead removal is 0 by construction: its row is the
+    // overhead itself, as the footnote gives it, never a negative number.
+    assert!(
+        rows[0].starts_with(" empty (the overhead)     98.00 ±"),
+        "{}",
+        rows[0]
+    );
+    assert!(stdout.lines().any(|l| l
+        == "   overhead: the empty region, 98.00 ticks per region (median), measured with each benchmark and subtracted"));
+    assert!(stdout.lines().any(|l| l.starts_with(
+        "   not counted in any benchmark: cycles, instructions, branches, branch-misses (no programmable counters"
+    )));
+    assert!(rows.iter().all(|r| !r.contains(" -")), "{stdout}");
+    // --detail: the per-benchmark tables instead.
+    let out = baremark()
+        .arg("report")
+        .arg(fixture("suite-tcg.log"))
+        .arg("--detail")
+        .output()
+        .unwrap();
+    assert_ok(&out);
+    let detail = stdout_of(&out);
+    assert_eq!(detail.matches("Performance counter stats for").count(), 16);
+    assert!(!detail.contains(" Summary of"));
 }
 
 #[test]
