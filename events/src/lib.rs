@@ -16,6 +16,7 @@
 //! | `perfmon` | (feature `std`) Intel perfmon JSON and mapfile.csv import                    |
 //! | `assign`  | placing events on counters, splitting into groups for multiplexing            |
 //! | `metrics` | derived metrics (IPC, miss ratios, bandwidth, ...)                            |
+//! | `nanobench` | nanoBench config files (`EvtSel.UMASK(.CMSK=N)... Name`)                     |
 //!
 //! Facts behind the encodings and catalogues: Intel SDM vol. 3B ch. 20, AMD APM vol. 2 ch. 13,
 //! Linux `arch/x86/events/` (see ../shared/reference/pmu-facts.md).
@@ -29,6 +30,7 @@ pub mod cpu;
 pub mod encode;
 pub mod event;
 pub mod metrics;
+pub mod nanobench;
 pub mod parse;
 pub mod pmu;
 pub mod table;
