@@ -223,3 +223,27 @@ fn cli_gate_and_exit_statuses() {
         text(&out).1
     );
 }
+
+#[test]
+fn exact_counts_that_differ_are_significant() {
+    // Instructions are constant per side (as under icount); one more per iteration in B.
+    let text = std::fs::read_to_string(fixture("diff/baseline.json")).unwrap();
+    let mut doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let b0 = &mut doc["benchmarks"][0];
+    for v in b0["samples"]["instructions"]["region"]
+        .as_array_mut()
+        .unwrap()
+    {
+        *v = serde_json::json!(5003);
+    }
+    b0["results"][1]["per_iteration"]["median"] = serde_json::json!(5.0);
+    let ia = diff::load_str(&text).unwrap();
+    let ib = diff::load_str(&doc.to_string()).unwrap();
+    let d = diff::compare(&ia, &ib, ("a", "b"), diff::DEFAULT_ALPHA);
+    let r = row(&d, "seq-read", "instructions");
+    assert!(r.exact && r.significant, "{r:?}");
+    assert_eq!((r.p, r.status), (Some(0.0), Status::Slower));
+    assert_eq!(r.change_pct, Some(25.0));
+    assert_eq!(d.over_gate(20.0).len(), 1);
+    assert!(d.render().contains("exact"));
+}
