@@ -18,6 +18,7 @@
 //! | `progress` | the progress bar while results arrive                        |
 
 pub mod content;
+pub mod diff;
 pub mod events_cli;
 pub mod image;
 pub mod output;

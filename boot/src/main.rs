@@ -19,7 +19,7 @@ use baremark::results::Results;
 use baremark::session::{self, BootRequest, Event, RunOutcome, Verdict};
 use baremark::{render, table};
 
-/// Exit status when the kernel reported failure.
+/// Exit status when the kernel reported failure (and for `diff`: a regression over the gate).
 const EXIT_KERNEL_FAILURE: u8 = 1;
 /// Exit status for usage or setup errors (no QEMU, bad arguments, ...).
 const EXIT_ERROR: u8 = 2;
@@ -56,6 +56,10 @@ enum Command {
         #[command(flatten)]
         output: OutputArgs,
     },
+    /// Compare two runs (results JSON files or serial logs): per benchmark and event both
+    /// medians, the change, and whether it is significant (Mann-Whitney U test on the
+    /// repetitions). Exit 1 with --fail-above when a significant regression exceeds the gate.
+    Diff(DiffArgs),
     /// Events: list what can be counted, show exact register encodings.
     Events {
         #[command(subcommand)]
@@ -78,6 +82,43 @@ enum EventsCommand {
         #[command(flatten)]
         target: events_cli::TargetArgs,
     },
+}
+
+#[derive(clap::Args)]
+struct DiffArgs {
+    /// The baseline: a results JSON file (`run --json`) or a serial log.
+    #[arg(value_name = "A")]
+    a: PathBuf,
+    /// The run compared with it, likewise.
+    #[arg(value_name = "B")]
+    b: PathBuf,
+    /// Significance level of the two-sided test.
+    #[arg(long, default_value_t = baremark::diff::DEFAULT_ALPHA, value_parser = parse_alpha)]
+    alpha: f64,
+    /// Exit with status 1 if a significant change makes B worse (larger) than A by more than
+    /// PCT percent.
+    #[arg(long, value_name = "PCT", value_parser = parse_pct)]
+    fail_above: Option<f64>,
+    /// Also write the comparison as JSON (`baremark-diff/1`) to FILE (`-`: stdout, instead of
+    /// the table).
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+}
+
+fn parse_alpha(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(a) if a > 0.0 && a < 1.0 => Ok(a),
+        _ => Err(format!(
+            "`{s}` is not a significance level between 0 and 1 (e.g. 0.01)"
+        )),
+    }
+}
+
+fn parse_pct(s: &str) -> Result<f64, String> {
+    match s.trim_end_matches('%').parse::<f64>() {
+        Ok(p) if p >= 0.0 && p.is_finite() => Ok(p),
+        _ => Err(format!("`{s}` is not a percentage of 0 or more (e.g. 2.5)")),
+    }
 }
 
 /// How QEMU runs (shared by `run` and `count`).
@@ -218,6 +259,7 @@ fn main() -> ExitCode {
         Command::Count(args) => count(args),
         Command::Image(args) => write_images(args).map(|()| ExitCode::SUCCESS),
         Command::Report { log, output } => report(&log, &output),
+        Command::Diff(args) => diff(args),
         Command::Events { command } => events(command),
     };
     match result {
@@ -491,6 +533,71 @@ fn report(log: &Path, output: &OutputArgs) -> Result<ExitCode> {
             ExitCode::from(EXIT_NO_END)
         }
     })
+}
+
+/// `diff`: exit 0, or 1 (EXIT_KERNEL_FAILURE) when `--fail-above` finds a significant regression
+/// over the gate; input errors are 2 (EXIT_ERROR) through `main`.
+fn diff(args: DiffArgs) -> Result<ExitCode> {
+    let a = baremark::diff::load(&args.a)?;
+    let b = baremark::diff::load(&args.b)?;
+    for (name, input) in [("A", &a), ("B", &b)] {
+        if input.benchmarks.is_empty() {
+            bail!(
+                "{name} ({} {}) holds no benchmarks",
+                input.kind,
+                name_of(name, &args)
+            );
+        }
+        for e in &input.errors {
+            eprintln!("baremark: note: {name} ({}): {e}", name_of(name, &args));
+        }
+    }
+    let names = (args.a.display().to_string(), args.b.display().to_string());
+    let d = baremark::diff::compare(&a, &b, (&names.0, &names.1), args.alpha);
+    let to_stdout = args.json.as_deref() == Some(Path::new("-"));
+    match &args.json {
+        Some(_) if to_stdout => print!("{}", d.to_json()),
+        Some(path) => {
+            std::fs::write(path, d.to_json())
+                .with_context(|| format!("writing {}", path.display()))?;
+            eprintln!("baremark: wrote {}", path.display());
+        }
+        None => {}
+    }
+    if !to_stdout {
+        print!("{}", d.render());
+    }
+    let Some(pct) = args.fail_above else {
+        return Ok(ExitCode::SUCCESS);
+    };
+    let over = d.over_gate(pct);
+    if over.is_empty() {
+        eprintln!("baremark: no significant regression above {pct}%");
+        return Ok(ExitCode::SUCCESS);
+    }
+    for r in &over {
+        eprintln!(
+            "baremark: regression over {pct}%: {}/{} {} {} (p {})",
+            r.payload,
+            r.bench,
+            r.event,
+            r.change_pct.map_or("n/a".into(), |c| format!("{c:+.2}%")),
+            if r.exact {
+                "exact".to_string()
+            } else {
+                format!("{:.2e}", r.p.unwrap_or(0.0))
+            }
+        );
+    }
+    Ok(ExitCode::from(EXIT_KERNEL_FAILURE))
+}
+
+fn name_of<'a>(which: &str, args: &'a DiffArgs) -> std::path::Display<'a> {
+    if which == "A" {
+        args.a.display()
+    } else {
+        args.b.display()
+    }
 }
 
 fn events(command: EventsCommand) -> Result<ExitCode> {
