@@ -12,7 +12,8 @@
 //! | `records` | the record parser (schema: docs/records.md)                   |
 //! | `render`  | the human-readable report                                     |
 //! | `results` | the measurement results, assembled from the records; JSON, CSV |
-//! | `table`   | the results as a perf-stat-like table                         |
+//! | `table`   | the results as a summary table or perf-stat-like tables       |
+//! | `diff`    | `baremark diff`: two runs compared, Mann-Whitney U per event  |
 //! | `plot`    | SVG plots of the per-repetition distributions                 |
 //! | `output`  | the shared end of run/report/count: table and files           |
 //! | `progress` | the progress bar while results arrive                        |
