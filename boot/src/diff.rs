@@ -11,7 +11,7 @@ use anyhow::{Context, Result, bail};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::records::{Line, Record, parse_log};
+use crate::records::records_of_log;
 use crate::results::{self, Benchmark, ResultRec, Results};
 use crate::table::num;
 
@@ -66,13 +66,7 @@ pub fn load_str(text: &str) -> Result<Input> {
             ),
         };
     }
-    let records: Vec<Record> = parse_log(text)
-        .into_iter()
-        .filter_map(|line| match line {
-            Line::Record(r) => Some(r),
-            Line::Text(_) => None,
-        })
-        .collect();
+    let records = records_of_log(text);
     if records.is_empty() {
         bail!(
             "neither a results JSON file (`{}`) nor a serial log with baremark records",

@@ -14,7 +14,7 @@ use baremark::image::{self, Firmware, OnEnd, RunConfig};
 use baremark::output::{self, OutputArgs};
 use baremark::progress::Progress;
 use baremark::qemu::{Accel, PmuModel, QemuOptions};
-use baremark::records::{Line, Record, parse_log};
+use baremark::records::{Record, records_of_log};
 use baremark::results::Results;
 use baremark::session::{self, BootRequest, Event, RunOutcome, Verdict};
 use baremark::{render, table};
@@ -500,13 +500,7 @@ fn report(log: &Path, output: &OutputArgs) -> Result<ExitCode> {
     output.check()?;
     let bytes = std::fs::read(log).with_context(|| format!("reading {}", log.display()))?;
     let text = String::from_utf8_lossy(&bytes);
-    let records: Vec<Record> = parse_log(&text)
-        .into_iter()
-        .filter_map(|line| match line {
-            Line::Record(r) => Some(r),
-            Line::Text(_) => None,
-        })
-        .collect();
+    let records = records_of_log(&text);
     if records.is_empty() {
         bail!(
             "{} holds no baremark records (is it the raw serial output at 115200 baud?)",

@@ -77,6 +77,16 @@ pub fn parse_log(text: &str) -> Vec<Line> {
     text.lines().map(parse_line).collect()
 }
 
+/// The records of a saved log, its other lines dropped.
+pub fn records_of_log(text: &str) -> Vec<Record> {
+    text.lines()
+        .filter_map(|l| match parse_line(l) {
+            Line::Record(r) => Some(r),
+            Line::Text(_) => None,
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

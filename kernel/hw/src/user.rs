@@ -404,6 +404,24 @@ global_asm!(
         cmovbe rsi, rax
     .endm
 
+    // The entry paths' stores of the task's registers into the context at `base`, all but
+    // RAX, RDX (each path has them elsewhere) and RSP, RIP, RFLAGS.
+    .macro BAREMARK_STORE_REGS base
+        mov [\base + {rbx}], rbx
+        mov [\base + {rcx}], rcx
+        mov [\base + {rsi}], rsi
+        mov [\base + {rdi}], rdi
+        mov [\base + {rbp}], rbp
+        mov [\base + {r8}], r8
+        mov [\base + {r9}], r9
+        mov [\base + {r10}], r10
+        mov [\base + {r11}], r11
+        mov [\base + {r12}], r12
+        mov [\base + {r13}], r13
+        mov [\base + {r14}], r14
+        mov [\base + {r15}], r15
+    .endm
+
     // u64 baremark_user_run(UserContext *ctx /* rdi */, u64 *tss_rsp0 /* rsi */,
     //                       u64 use_sysret /* rdx */): EXIT_SYSCALL or EXIT_TRAP
     .global baremark_user_run
@@ -498,20 +516,8 @@ global_asm!(
         mov [rdx + {left_tsc}], rax
         pop rdx
         mov rax, [rsp + 8]
-        mov [rax + {rbx}], rbx
-        mov [rax + {rcx}], rcx
         mov [rax + {rdx}], rdx
-        mov [rax + {rsi}], rsi
-        mov [rax + {rdi}], rdi
-        mov [rax + {rbp}], rbp
-        mov [rax + {r8}], r8
-        mov [rax + {r9}], r9
-        mov [rax + {r10}], r10
-        mov [rax + {r11}], r11
-        mov [rax + {r12}], r12
-        mov [rax + {r13}], r13
-        mov [rax + {r14}], r14
-        mov [rax + {r15}], r15
+        BAREMARK_STORE_REGS rax
         mov [rax + {rip}], rcx
         mov [rax + {rflags}], r11
         pop rbx
@@ -538,19 +544,7 @@ global_asm!(
         // padding): KERNEL_RSP's first word, the context, is 9 words up.
         mov rdx, [rsp + 72]
         mov [rdx + {left_tsc}], rax
-        mov [rdx + {rbx}], rbx
-        mov [rdx + {rcx}], rcx
-        mov [rdx + {rsi}], rsi
-        mov [rdx + {rdi}], rdi
-        mov [rdx + {rbp}], rbp
-        mov [rdx + {r8}], r8
-        mov [rdx + {r9}], r9
-        mov [rdx + {r10}], r10
-        mov [rdx + {r11}], r11
-        mov [rdx + {r12}], r12
-        mov [rdx + {r13}], r13
-        mov [rdx + {r14}], r14
-        mov [rdx + {r15}], r15
+        BAREMARK_STORE_REGS rdx
         // [rsp]: rdx, rax, vector, error code, rip, cs, rflags, rsp, ss.
         mov rax, [rsp]
         mov [rdx + {rdx}], rax
