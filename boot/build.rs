@@ -44,6 +44,18 @@ fn main() {
             .unwrap_or_else(|| panic!("cargo did not provide the payload artifact {var}"));
         println!("cargo:rustc-env={env}={}", path.to_string_lossy());
     }
+    // The runner library of `baremark asm` (payloads/asm, a staticlib).
+    let runner = std::env::vars_os()
+        .find(|(var, _)| {
+            var.to_str()
+                .is_some_and(|v| v.starts_with("CARGO_STATICLIB_FILE_BAREMARK_PAYLOAD_ASM"))
+        })
+        .map(|(_, path)| path)
+        .expect("cargo did not provide the asm runner library (payloads/asm, a staticlib)");
+    println!(
+        "cargo:rustc-env=BAREMARK_ASM_RUNNER_LIB={}",
+        runner.to_string_lossy()
+    );
     // The benchmark suite (payloads/suite, one bin per benchmark) is optional until it is
     // wired into Cargo.toml: when cargo provides its bins, name each for payloads.rs and turn
     // on `baremark_suite`, which compiles the suite's payloads in.

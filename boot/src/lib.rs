@@ -3,6 +3,7 @@
 //!
 //! | module    | job                                                          |
 //! |-----------|--------------------------------------------------------------|
+//! | `asm`     | `baremark asm`: an instruction sequence assembled into a payload |
 //! | `events_cli` | `baremark events list/encode`                         |
 //! | `payloads` | the built-in payload ELFs (ring-3 programs) and the suites  |
 //! | `content` | payload selection, harness settings, `--events` check, perfmon tables |
@@ -18,6 +19,7 @@
 //! | `output`  | the shared end of run/report/count: table and files           |
 //! | `progress` | the progress bar while results arrive                        |
 
+pub mod asm;
 pub mod content;
 pub mod diff;
 pub mod events_cli;

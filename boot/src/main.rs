@@ -46,6 +46,10 @@ enum Command {
     Run(RunArgs),
     /// Measure one payload and print only its results and derived metrics (like perf stat).
     Count(CountArgs),
+    /// Benchmark an instruction sequence, like nanoBench: the code (Intel syntax by default) is
+    /// copied --unroll times, assembled on the host (GNU as), run as a ring-3 payload, and
+    /// reported per copy with the fixed cost removed as (2U copies) - (U copies).
+    Asm(AsmArgs),
     /// Write bootable disk images (e.g. to `dd` onto a USB stick).
     Image(ImageArgs),
     /// Render the report, the results table and the files from a saved serial log (`run
@@ -219,6 +223,74 @@ struct CountArgs {
 }
 
 #[derive(clap::Args)]
+#[command(after_help = "Examples:
+  baremark asm \"add rax, rbx\" --unroll 100 --icount 0
+  baremark asm \"imul rax, rax\" --pmu emulated --events instructions,cycles
+  baremark asm --init \"mov rax, r14; mov [rax], rax\" \"mov rax, [rax]\"    (load latency)
+  baremark asm --syntax att \"addq %rbx, %rax\" --loop 100 --unroll 10
+R14, RDI, RSI, RBP and RSP point into the middle of 1 MiB scratch areas; the other registers start
+at 0 (or as --init leaves them). With --loop, R15 is the loop counter. See docs/asm.md.")]
+struct AsmArgs {
+    /// The code to benchmark: instructions separated by `;` or newlines (`|n`: an n-byte NOP).
+    #[arg(
+        value_name = "CODE",
+        required_unless_present = "file",
+        conflicts_with = "file"
+    )]
+    code: Option<String>,
+    /// Read the code to benchmark from FILE instead.
+    #[arg(long, value_name = "FILE")]
+    file: Option<PathBuf>,
+    /// Code run before every repetition, outside the measured window (nanoBench's -asm_init);
+    /// the registers it leaves are where the code starts. `@FILE` reads it from a file.
+    #[arg(long, value_name = "CODE")]
+    init: Option<String>,
+    /// Code run inside the measured window just before the copies (nanoBench's
+    /// -asm_late_init); its cost cancels out in 2U - U. `@FILE` reads it from a file.
+    #[arg(long, value_name = "CODE")]
+    late_init: Option<String>,
+    /// Code run once before the benchmark (nanoBench's -asm_one_time_init), e.g. to fill
+    /// memory. `@FILE` reads it from a file.
+    #[arg(long, value_name = "CODE")]
+    one_time_init: Option<String>,
+    /// The syntax of all the code.
+    #[arg(long, value_enum, default_value = "intel")]
+    syntax: baremark::asm::Syntax,
+    /// Copies of the code in one measured region (the doubled region has twice as many).
+    #[arg(long, value_name = "N", default_value_t = 1000)]
+    unroll: u64,
+    /// Iterations of a loop around the copies (0: no loop). The loop counter is R15, which the
+    /// code must then leave alone.
+    #[arg(long = "loop", value_name = "N", default_value_t = 0)]
+    loop_count: u64,
+    /// The first copy starts this many bytes past a 64-byte boundary.
+    #[arg(long, value_name = "OFFSET", default_value_t = 0)]
+    align: u64,
+    /// The benchmark's name in the results.
+    #[arg(long, default_value = "asm")]
+    name: String,
+    /// Keep the generated source, the object and the payload ELF in DIR (e.g. to disassemble
+    /// it, or to run it again with `run --payload DIR/NAME.elf`).
+    #[arg(long, value_name = "DIR")]
+    keep: Option<PathBuf>,
+    /// Assemble and link only (into --keep's DIR); do not boot.
+    #[arg(long, requires = "keep")]
+    build_only: bool,
+    #[command(flatten)]
+    qemu: QemuArgs,
+    #[command(flatten)]
+    harness: HarnessArgs,
+    /// The watchdog budget in milliseconds (0: none; default: the kernel's, 10000).
+    #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u32).range(0..=3_600_000))]
+    task_budget_ms: Option<u32>,
+    #[command(flatten)]
+    output: OutputArgs,
+    /// Also print the kernel's text lines and the raw records.
+    #[arg(long)]
+    verbose: bool,
+}
+
+#[derive(clap::Args)]
 #[command(
     after_help = "Which image for a USB stick: --usb. It is the BIOS image (MBR boot code and a FAT \
 partition) with the UEFI bootloader added at efi/boot/bootx64.efi, so BIOS/CSM firmware and UEFI \
@@ -257,6 +329,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Run(args) => run(args),
         Command::Count(args) => count(args),
+        Command::Asm(args) => asm(args),
         Command::Image(args) => write_images(args).map(|()| ExitCode::SUCCESS),
         Command::Report { log, output } => report(&log, &output),
         Command::Diff(args) => diff(args),
@@ -454,6 +527,133 @@ fn count(args: CountArgs) -> Result<ExitCode> {
         );
     }
     Ok(verdict_code(&outcome))
+}
+
+/// Code from the command line, or from a file for `@FILE` (and `--file`).
+fn asm_code(part: baremark::asm::Part, text: &str) -> Result<baremark::asm::Code> {
+    if let Some(path) = text.strip_prefix('@') {
+        return asm_file(part, Path::new(path));
+    }
+    Ok(baremark::asm::Code {
+        part,
+        origin: part.option().to_string(),
+        text: text.to_string(),
+    })
+}
+
+fn asm_file(part: baremark::asm::Part, path: &Path) -> Result<baremark::asm::Code> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    Ok(baremark::asm::Code {
+        part,
+        origin: path.display().to_string(),
+        text,
+    })
+}
+
+/// `asm`: assemble, link, then measure it like `count` does.
+fn asm(args: AsmArgs) -> Result<ExitCode> {
+    use baremark::asm::Part;
+    args.output.check()?;
+    let code = match (&args.code, &args.file) {
+        (_, Some(path)) => asm_file(Part::Code, path)?,
+        (Some(text), None) => asm_code(Part::Code, text)?,
+        (None, None) => bail!("give the code to benchmark (CODE or --file FILE)"),
+    };
+    let optional =
+        |part, text: &Option<String>| text.as_deref().map(|t| asm_code(part, t)).transpose();
+    let spec = baremark::asm::Spec {
+        name: args.name.clone(),
+        syntax: args.syntax,
+        code,
+        init: optional(Part::Init, &args.init)?,
+        late_init: optional(Part::LateInit, &args.late_init)?,
+        one_time_init: optional(Part::OneTimeInit, &args.one_time_init)?,
+        unroll: args.unroll,
+        loop_count: args.loop_count,
+        align: args.align,
+    };
+    let temp = tempfile::tempdir().context("creating a temporary folder")?;
+    let dir = match &args.keep {
+        Some(dir) => {
+            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+            dir.clone()
+        }
+        None => temp.path().to_path_buf(),
+    };
+    let built = match baremark::asm::build(&spec, &dir) {
+        Ok(built) => built,
+        Err(e) => {
+            // A rejected statement is the user's to fix: say where, and no "error: error".
+            let rejected = e.downcast::<baremark::asm::AsmError>()?;
+            eprint!("baremark: error: {rejected}");
+            return Ok(ExitCode::from(EXIT_ERROR));
+        }
+    };
+    for w in &built.warnings {
+        eprint!(
+            "baremark: {}",
+            baremark::asm::render(w, &spec.codes()).trim_start()
+        );
+    }
+    if let Some(dir) = &args.keep {
+        eprintln!(
+            "baremark: kept {}/{{{name}.s,{name}.o,{name}.elf}}",
+            dir.display(),
+            name = spec.name
+        );
+    }
+    if args.build_only {
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut config = RunConfig {
+        on_end: OnEnd::QemuExit,
+        payloads: vec![(spec.name.clone(), built.elf)],
+        task_budget_ms: args.task_budget_ms,
+        ..RunConfig::default()
+    };
+    let mut harness = args.harness;
+    // nanoBench's measurement: (2U copies) - (U copies), the fixed part gone.
+    harness.overhead = harness.overhead.or(Some(image::Overhead::Diff));
+    note(&content::apply_harness(&harness, &mut config)?);
+    eprintln!(
+        "baremark: {} copies of the code per region (unroll {}{}); values are per copy",
+        spec.iterations(),
+        spec.unroll,
+        if spec.loop_count > 0 {
+            format!(" x loop {}", spec.loop_count)
+        } else {
+            String::new()
+        }
+    );
+    let (request, reason) = prepare_boot(args.qemu, config)?;
+    let outcome = boot_live(&request, args.verbose, false)?;
+    let res = Results::from_records(&outcome.records);
+    println!("{}", table::render(&res, true).trim_end());
+    note(&output::write_files(&res, &args.output)?);
+    if outcome.verdict() != Verdict::Success || res.benchmarks.is_empty() {
+        println!("{}", render::outcome_lines(&outcome, &reason));
+    }
+    // A fault in the user's code: say where, in the user's terms.
+    let mut faulted = false;
+    for r in outcome.records.iter().filter(|r| r.kind == "fault") {
+        faulted = true;
+        let rip = r
+            .str("rip")
+            .and_then(|s| u64::from_str_radix(s.trim_start_matches("0x"), 16).ok());
+        if let Some(place) = rip.and_then(|rip| baremark::asm::locate(&spec, &built.symbols, rip)) {
+            eprintln!(
+                "baremark: the task faulted ({} {}) {place}; the code runs in ring 3 (docs/asm.md)",
+                r.str("mnemonic").unwrap_or("?"),
+                r.str("name").unwrap_or("?")
+            );
+        }
+    }
+    let code = verdict_code(&outcome);
+    if code == ExitCode::SUCCESS && (faulted || !res.errors.is_empty()) {
+        return Ok(ExitCode::from(EXIT_KERNEL_FAILURE));
+    }
+    Ok(code)
 }
 
 fn write_images(args: ImageArgs) -> Result<()> {

@@ -15,6 +15,10 @@ use crate::Error;
 /// The measured code: runs `n` iterations; `arg` is the payload's own (e.g. a pointer).
 pub type Body = extern "C" fn(n: u64, arg: u64);
 
+/// Runs before every repetition, outside the measured window (nanoBench's `asm_init`): e.g.
+/// sets up the state the body starts from.
+pub type Setup = extern "C" fn(arg: u64);
+
 /// One benchmark.
 #[derive(Clone, Copy, Debug)]
 pub struct Bench<'a> {
@@ -28,6 +32,12 @@ pub struct Bench<'a> {
     /// Bytes the body moves per iteration (0: not declared): the kernel then reports the
     /// bandwidth.
     pub bytes_per_iteration: u64,
+    /// Called before every repetition (warm-ups too), outside the measured window.
+    pub setup: Option<Setup>,
+    /// The region of overhead mode `diff`'s doubled kind (default: `body` with
+    /// `2 * iterations`). A body whose code is unrolled rather than looped over `n` gives its
+    /// doubled copy here; it is called with `n = 2 * iterations` too.
+    pub body2x: Option<Body>,
 }
 
 impl<'a> Bench<'a> {
@@ -38,6 +48,24 @@ impl<'a> Bench<'a> {
             body,
             arg: 0,
             bytes_per_iteration: 0,
+            setup: None,
+            body2x: None,
+        }
+    }
+
+    /// Runs `setup(arg)` before every repetition, outside the measured window.
+    pub const fn with_setup(self, setup: Setup) -> Bench<'a> {
+        Bench {
+            setup: Some(setup),
+            ..self
+        }
+    }
+
+    /// The doubled region for overhead mode `diff` (see [`Bench::body2x`]).
+    pub const fn with_body2x(self, body2x: Body) -> Bench<'a> {
+        Bench {
+            body2x: Some(body2x),
+            ..self
         }
     }
 
@@ -359,17 +387,19 @@ mod imp {
     /// go into `out` (`reps` rows of `stride` words). Every kind runs this same code, so the
     /// empty region measures exactly the path around the body.
     #[inline(never)]
+    #[allow(clippy::too_many_arguments)]
     fn repeat(
         body: Body,
         n: u64,
         arg: u64,
+        setup: Option<Setup>,
         warmup: u64,
         reps: u64,
         stride: usize,
         out: &mut [u64],
     ) -> Result<(), Error> {
         if !counters::retry_free() {
-            return repeat_seqlock(body, n, arg, warmup, reps, stride, out);
+            return repeat_seqlock(body, n, arg, setup, warmup, reps, stride, out);
         }
         let page = counters::page().ok_or(Error::NoEnt)?;
         let slots = stride - 2;
@@ -387,6 +417,9 @@ mod imp {
         };
         let in_registers = slots <= REGISTER_SLOTS;
         for r in 0..warmup + reps {
+            if let Some(setup) = setup {
+                setup(arg);
+            }
             // SAFETY: `region` names the checked counter page (its `nslots` slots configured:
             // `stride` came from `bench_group`), a body with the `Body` ABI, and two buffers of
             // `MAX_STRIDE` words; the assembly follows the C ABI.
@@ -421,10 +454,12 @@ mod imp {
     /// [`repeat`] for a kernel that did not take the retry-free readers' windows: seqlock
     /// snapshots of the page around the body.
     #[inline(never)]
+    #[allow(clippy::too_many_arguments)]
     fn repeat_seqlock(
         body: Body,
         n: u64,
         arg: u64,
+        setup: Option<Setup>,
         warmup: u64,
         reps: u64,
         stride: usize,
@@ -433,6 +468,9 @@ mod imp {
         let mut before = [0u64; MAX_STRIDE];
         let mut after = [0u64; MAX_STRIDE];
         for r in 0..warmup + reps {
+            if let Some(setup) = setup {
+                setup(arg);
+            }
             snapshot(&mut before[..stride])?;
             body(core::hint::black_box(n), arg);
             snapshot(&mut after[..stride])?;
@@ -493,12 +531,13 @@ mod imp {
                 let (body, n) = match kind {
                     Kind::Region => (b.body, b.iterations),
                     Kind::Empty => (empty(), b.iterations),
-                    Kind::Region2x => (b.body, b.iterations.saturating_mul(2)),
+                    Kind::Region2x => (b.body2x.unwrap_or(b.body), b.iterations.saturating_mul(2)),
                 };
                 repeat(
                     body,
                     n,
                     b.arg,
+                    b.setup,
                     plan.warmup,
                     plan.reps,
                     stride,
