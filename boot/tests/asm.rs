@@ -267,3 +267,77 @@ fn a_faulting_instruction_is_placed_in_the_code_and_fails_the_run() {
         "{stderr}"
     );
 }
+
+#[test]
+fn sse_and_avx_instructions_run_and_count() {
+    // The kernel turns on SSE and AVX for ring 3 (hw::fpu); QEMU's TCG has both.
+    let r = emulated(
+        &[
+            "addps xmm0, xmm1; vaddps ymm2, ymm3, ymm4; fadd st(0), st(1)",
+            "--unroll",
+            "50",
+        ],
+        "instructions",
+    );
+    assert_eq!(per_copy(&r, "instructions"), Some(3.0));
+}
+
+#[test]
+fn tasks_preempted_round_robin_keep_their_own_vector_registers() {
+    require_binutils();
+    let dir = tempfile::tempdir().unwrap();
+    // Each payload puts its own value in XMM0 and in YMM1's upper half before every repetition,
+    // and every copy checks both (UD2, a fault, on a mismatch). Preempted every 20 us while the
+    // other one runs, each sees only its own values if the kernel switches the registers.
+    let mut elfs = Vec::new();
+    for value in ["0x1111", "0x2222"] {
+        let name = format!("vec-{}", &value[2..]);
+        let out = baremark()
+            .args(["asm", "--name", &name, "--init"])
+            .arg(format!(
+                "mov rax, {value}; movq xmm0, rax; vpbroadcastq ymm1, xmm0"
+            ))
+            .arg(format!(
+                "movq rbx, xmm0; cmp rbx, {value}; je 1f; ud2; 1: vextracti128 xmm2, ymm1, 1; movq rcx, xmm2; cmp rcx, {value}; je 2f; ud2; 2:"
+            ))
+            .args(["--unroll", "200", "--build-only", "--keep"])
+            .arg(dir.path())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", text(&out));
+        elfs.push(dir.path().join(format!("{name}.elf")));
+    }
+    let json = dir.path().join("results.json");
+    let out = baremark()
+        .args([
+            "run",
+            "--quantum-us",
+            "20",
+            "--icount",
+            "0",
+            "--events",
+            "none",
+        ])
+        .args(["--reps", "100", "--timeout", "120", "--payload"])
+        .arg(&elfs[0])
+        .arg("--payload")
+        .arg(&elfs[1])
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let r: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(r["errors"], serde_json::json!([]), "{r}");
+    let benchmarks = r["benchmarks"].as_array().unwrap();
+    assert_eq!(benchmarks.len(), 2, "{r}");
+    for b in benchmarks {
+        // Preempted inside measured regions, i.e. while its values were in the registers.
+        let interrupts = b["results"][0]["interrupts"].as_u64().unwrap();
+        assert!(
+            interrupts > 0,
+            "{} was never preempted mid-region: {b}",
+            b["bench"]
+        );
+    }
+}

@@ -7,6 +7,7 @@
 use baremark_hw::apic::ApicMode;
 use baremark_hw::boot::{BootFacts, Firmware};
 use baremark_hw::cpu::{Protection, Protections};
+use baremark_hw::fpu::{self, Mode as VectorMode, VectorSupport};
 use baremark_hw::serial::SerialStatus;
 use baremark_hw::{cpu as hwcpu, msr, paging, pic, trap};
 use bootloader_api::BootInfo;
@@ -67,7 +68,9 @@ pub fn run(boot_info: &'static mut BootInfo) -> ! {
 
     let cpu = cpu::identify();
     let protections = hwcpu::enable_protections();
-    report_cpu(&cpu, &protections);
+    // Ring 3 may use x87/SSE/AVX (`asm` benchmarks vector instructions); the kernel never does.
+    let vector = fpu::enable();
+    report_cpu(&cpu, &protections, &vector);
 
     report_checks();
 
@@ -318,7 +321,15 @@ fn protection_name(p: Protection) -> &'static str {
     }
 }
 
-fn report_cpu(cpu: &CpuInfo, prot: &Protections) {
+fn vector_mode_name(mode: VectorMode) -> &'static str {
+    match mode {
+        VectorMode::None => "none",
+        VectorMode::Fxsave => "fxsave",
+        VectorMode::Xsave => "xsave",
+    }
+}
+
+fn report_cpu(cpu: &CpuInfo, prot: &Protections, vector: &VectorSupport) {
     let hv_sig = cpu.hypervisor_signature;
     record("cpu", |r| {
         r.str("vendor", cpu.vendor.as_str())
@@ -342,6 +353,14 @@ fn report_cpu(cpu: &CpuInfo, prot: &Protections) {
                     .str("smap", protection_name(prot.smap))
                     .str("umip", protection_name(prot.umip))
                     .str("wp", protection_name(prot.wp))
+            })
+            .object("vector", |r| {
+                r.str("mode", vector_mode_name(vector.mode))
+                    .bool("sse", vector.mode != VectorMode::None)
+                    .bool("avx", vector.avx)
+                    .bool("avx512", vector.avx512)
+                    .hex("xcr0", vector.xcr0)
+                    .u64("area_bytes", u64::from(vector.area_bytes))
             })
             .hex("cr0", hwcpu::cr0())
             .hex("cr4", hwcpu::cr4())

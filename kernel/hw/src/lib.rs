@@ -11,6 +11,7 @@
 //! | `port`    | raw port I/O (crate-private) and the QEMU isa-debug-exit device           |
 //! | `msr`     | **every** RDMSR/WRMSR of the kernel, all #GP-safe                         |
 //! | `cpu`     | control registers, CPU protections (NX/SMEP/SMAP/UMIP), TSC, halting      |
+//! | `fpu`     | x87/SSE/AVX for ring 3: enabled at boot, switched between tasks lazily    |
 //! | `gdt`     | GDT with kernel and user segments, TSS with IST stacks                    |
 //! | `trap`    | IDT, the 256 entry stubs and `trap_common`: every way into the kernel     |
 //! |           | through an interrupt or exception                                         |
@@ -34,6 +35,9 @@
 #![no_std]
 #![deny(clippy::undocumented_unsafe_blocks)]
 
+#[cfg(target_os = "none")]
+extern crate alloc;
+
 pub mod frames;
 pub mod layout;
 
@@ -43,6 +47,8 @@ pub mod apic;
 pub mod boot;
 #[cfg(target_os = "none")]
 pub mod cpu;
+#[cfg(target_os = "none")]
+pub mod fpu;
 #[cfg(target_os = "none")]
 pub mod gdt;
 #[cfg(target_os = "none")]

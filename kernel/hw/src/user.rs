@@ -79,8 +79,9 @@
 //! # Not saved
 //!
 //! x87/SSE/AVX state: the kernel is built soft-float (`x86_64-unknown-none`) and never touches
-//! it, so a task's vector registers survive kernel entries untouched. With more than one task
-//! it must be saved (XSAVE). FS/GS bases are not used by the kernel or saved.
+//! it, so a task's vector registers survive kernel entries untouched; between tasks the task
+//! runner switches them lazily (`fpu::VectorState`). FS/GS bases are not used by the kernel or
+//! saved.
 //!
 //! SMEP and SMAP stay on. The kernel never dereferences a user pointer: it reads and writes a
 //! task's memory through [`AddressSpace::read`] and [`AddressSpace::write`], which check that

@@ -49,6 +49,7 @@ use alloc::vec::Vec;
 
 use baremark_hw::apic::{self, TimerMode};
 use baremark_hw::cpu as hwcpu;
+use baremark_hw::fpu::VectorState;
 use baremark_hw::user::{self, AddressSpace, Exit, UserContext};
 
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -732,6 +733,8 @@ struct Running {
     page_pin: Option<user::PinnedPage>,
     /// The benchmark between `bench_begin` and `bench_end`.
     bench: Option<Bench>,
+    /// Its x87/SSE/AVX registers while another task has the CPU's (`hw::fpu`).
+    vector: VectorState,
 }
 
 /// What the counter page's slots depend on: when it changes, the page is written whole.
@@ -838,6 +841,7 @@ impl Running {
             hw_switch: None,
             page_pin,
             bench: None,
+            vector: VectorState::new(),
         }
     }
 
@@ -1080,6 +1084,9 @@ impl Running {
     /// entry the exit assembly writes the few fields a run changes (`seq`, the virtual TSC,
     /// `interrupts`), and the switch-out writes nothing (`hwswitch` folds nothing).
     fn enter(&mut self) -> Exit {
+        // Its vector registers first, before any counter starts (a pointer compare unless
+        // another task ran since).
+        self.vector.load();
         // CR4.PCE only while a task with live hardware counters runs (a TSC-only task's RDPMC
         // always traps and is emulated); it is clear whenever the kernel runs.
         let counting = self.counting;
