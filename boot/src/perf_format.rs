@@ -303,3 +303,238 @@ pub fn render(res: &Results, format: &Format) -> String {
         Format::JsonLines => json_lines(res),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::records::{Line as LogLine, parse_line};
+
+    fn results(lines: &[String]) -> Results {
+        let records: Vec<_> = lines
+            .iter()
+            .filter_map(|l| match parse_line(l) {
+                LogLine::Record(r) => Some(r),
+                LogLine::Text(_) => None,
+            })
+            .collect();
+        Results::from_records(&records)
+    }
+
+    fn stats(n: u64, median: f64, mean: f64, stddev: f64) -> String {
+        format!(
+            r#"{{"n":{n},"min":0,"median":{median},"mean":{mean},"stddev":{stddev},"max":0,"mean_20_80":{mean}}}"#
+        )
+    }
+
+    /// A `result` record of benchmark `bench` (its payload of the same name), supported when
+    /// it has a `value` unless `extra` says otherwise.
+    fn result(bench: &str, event: &str, unit: &str, value: Option<String>, extra: &str) -> String {
+        let supported = if extra.contains("\"supported\"") {
+            String::new()
+        } else {
+            format!(r#","supported":{}"#, value.is_some())
+        };
+        let v = value.unwrap_or_else(|| "null".into());
+        let name = serde_json::to_string(bench).unwrap();
+        format!(
+            r#"{{"type":"result","v":1,"payload":{name},"bench":{name},"event":{},"unit":"{unit}","reps":4,"iterations":10,"overhead":"empty","raw":{v},"value":{v},"per_iteration":null{supported}{extra}}}"#,
+            serde_json::to_string(event).unwrap()
+        )
+    }
+
+    fn fields<'a>(line: &'a str, sep: &str) -> Vec<&'a str> {
+        line.split(sep).collect()
+    }
+
+    #[test]
+    fn separators_are_checked() {
+        assert_eq!(parse_separator(","), Ok(",".into()));
+        assert_eq!(parse_separator("\t"), Ok("\t".into()));
+        assert_eq!(parse_separator("::"), Ok("::".into()));
+        assert!(parse_separator("").unwrap_err().contains("empty"));
+        for bad in ["\"", "a\nb", "\r"] {
+            assert!(
+                parse_separator(bad)
+                    .unwrap_err()
+                    .contains("quote or a line break")
+            );
+        }
+    }
+
+    #[test]
+    fn numbers_print_as_perf_reads_them() {
+        assert_eq!(csv_count(4000.0), "4000");
+        assert_eq!(csv_count(39999.5), "39999.5");
+        assert_eq!(csv_count(-0.0), "0");
+        assert_eq!(csv_count(-2.5), "-2.5");
+        assert_eq!(csv_count(1e15), "1000000000000000");
+        assert_eq!(fixed6(1.0), "1.000000");
+        assert_eq!(fixed6(-0.0000001), "0.000000");
+        assert_eq!(fixed6(-1.5), "-1.500000");
+        assert_eq!(relative_stddev(1.0, 0.0), 0.0);
+        assert_eq!(relative_stddev(1.0, -4.0), 25.0);
+    }
+
+    #[test]
+    fn a_name_holding_the_separator_is_quoted() {
+        let res = results(&[
+            result(
+                "b",
+                "cpu/event=0x3c,umask=1/",
+                "events",
+                Some(stats(4, 7.0, 7.0, 0.0)),
+                "",
+            ),
+            result(
+                "b",
+                "say \"hi\"",
+                "events",
+                Some(stats(4, 1.0, 1.0, 0.0)),
+                "",
+            ),
+        ]);
+        let out = csv(&res, ",");
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(
+            lines[0],
+            "7,,\"cpu/event=0x3c,umask=1/\",b,0.00%,0,100.00,,"
+        );
+        assert_eq!(lines[1], "1,,\"say \"\"hi\"\"\",b,0.00%,0,100.00,,");
+        // A CSV reader takes the fields back apart: nine, the name whole.
+        let mut reader = csv::ReaderBuilder::new()
+            .has_headers(false)
+            .from_reader(out.as_bytes());
+        let rows: Vec<csv::StringRecord> = reader.records().map(Result::unwrap).collect();
+        assert!(rows.iter().all(|r| r.len() == 9));
+        assert_eq!(&rows[0][2], "cpu/event=0x3c,umask=1/");
+        assert_eq!(&rows[1][2], "say \"hi\"");
+        // With another separator nothing needs quoting; a separator of several characters is
+        // used as it is.
+        let semi = csv(&res, ";");
+        assert_eq!(
+            fields(semi.lines().next().unwrap(), ";")[2],
+            "cpu/event=0x3c,umask=1/"
+        );
+        let multi = csv(&res, "::");
+        assert!(multi.lines().all(|l| fields(l, "::").len() == 9), "{multi}");
+    }
+
+    #[test]
+    fn json_names_are_escaped() {
+        let res = results(&[result(
+            "b\\c",
+            "say \"hi\"",
+            "events",
+            Some(stats(4, 1.0, 1.0, 0.0)),
+            "",
+        )]);
+        let line = json_lines(&res);
+        let v: serde_json::Value = serde_json::from_str(line.trim_end()).unwrap();
+        assert_eq!(v["event"], "say \"hi\"");
+        assert_eq!(v["cgroup"], "b\\c");
+    }
+
+    #[test]
+    fn not_supported_and_not_counted_are_told_apart() {
+        let res = results(&[
+            result(
+                "b",
+                "cycles",
+                "events",
+                None,
+                r#","supported":false,"reason":"no counters""#,
+            ),
+            result(
+                "b",
+                "instructions",
+                "events",
+                None,
+                r#","supported":false,"reason":"not measured: lost""#,
+            ),
+            result("b", "branches", "events", None, r#","supported":true"#),
+        ]);
+        let out = csv(&res, ",");
+        let lines: Vec<Vec<&str>> = out.lines().map(|l| fields(l, ",")).collect();
+        // perf: never enabled (run == enabled == 0: 100%), or enabled but never running (0%).
+        assert_eq!(
+            lines[0],
+            [
+                "<not supported>",
+                "",
+                "cycles",
+                "b",
+                "0.00%",
+                "0",
+                "100.00",
+                "",
+                ""
+            ]
+        );
+        assert_eq!(lines[1][0], NOT_COUNTED);
+        assert_eq!(lines[1][6], "0.00");
+        assert_eq!(lines[2][0], NOT_COUNTED);
+        let json: Vec<serde_json::Value> = json_lines(&res)
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(json[0]["counter-value"], NOT_SUPPORTED);
+        assert_eq!(json[1]["counter-value"], NOT_COUNTED);
+        assert!(json[0].get("metric-value").is_none());
+    }
+
+    #[test]
+    fn multiplexed_groups_share_the_run_and_runtime_comes_from_the_tsc() {
+        let tsc = format!(
+            r#","groups":4,"multiplexed":true,"overhead_stats":{}"#,
+            stats(4, 50.0, 50.0, 0.0)
+        );
+        // raw mean 1000 ticks + empty region 50 ticks, 4 repetitions, at 1 GHz: 4200 ns.
+        let lines = [
+            r#"{"type":"tsc","v":1,"hz":1000000000}"#.to_string(),
+            result(
+                "b",
+                "tsc",
+                "ticks",
+                Some(stats(4, 950.0, 1000.0, 10.0)),
+                &tsc,
+            ),
+            result(
+                "b",
+                "cycles",
+                "events",
+                Some(stats(4, 900.0, 900.0, 9.0)),
+                r#","groups":4,"multiplexed":true"#,
+            ),
+        ];
+        let out = csv(&results(&lines), ",");
+        let rows: Vec<Vec<&str>> = out.lines().map(|l| fields(l, ",")).collect();
+        assert_eq!(
+            rows[0],
+            ["950", "ticks", "tsc", "b", "1.00%", "4200", "25.00", "", ""]
+        );
+        assert_eq!(rows[1][5], "4200");
+        assert_eq!(rows[1][6], "25.00");
+        // Without the TSC's frequency there is no time to give.
+        let out = csv(&results(&lines[1..]), ",");
+        assert_eq!(fields(out.lines().next().unwrap(), ",")[5], "0");
+    }
+
+    #[test]
+    fn metrics_get_lines_of_their_own_and_the_unknown_ones_none() {
+        let res = results(&[
+            result("b", "tsc", "ticks", Some(stats(4, 1.0, 1.0, 0.0)), ""),
+            r#"{"type":"metric","v":1,"payload":"b","bench":"b","name":"ipc","value":1.25,"unit":"instructions/cycle","reason":null}"#.into(),
+            r#"{"type":"metric","v":1,"payload":"b","bench":"b","name":"cpi","value":null,"unit":"cycles/instruction","reason":"cycles not counted"}"#.into(),
+        ]);
+        let out = csv(&res, ",");
+        let rows: Vec<Vec<&str>> = out.lines().map(|l| fields(l, ",")).collect();
+        assert_eq!(rows.len(), 2, "{out}");
+        assert_eq!(rows[1], ["", "", "", "b", "", "", "", "1.250000", "ipc"]);
+        let json = json_lines(&res);
+        let last: serde_json::Value = serde_json::from_str(json.lines().last().unwrap()).unwrap();
+        assert_eq!(
+            last,
+            serde_json::json!({"cgroup": "b", "metric-value": "1.250000", "metric-unit": "ipc"})
+        );
+    }
+}
