@@ -2,6 +2,7 @@
 //! `--json`, `--csv` and `--plot` files and the perf-format output (`-x`, `-j`), so every
 //! command writes the same bytes for the same records.
 
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
@@ -152,10 +153,13 @@ pub fn write_files(res: &Results, out: &OutputArgs) -> Result<Vec<String>> {
     Ok(done)
 }
 
-/// Prints the perf-format lines on stdout when they go there (-x or -j without -o).
+/// Prints the perf-format lines on stdout when they go there (-x or -j without -o). A reader
+/// that stopped early (`| head`) is not an error.
 pub fn print_perf(res: &Results, out: &OutputArgs) {
     if let (true, Some(format)) = (out.perf_on_stdout(), out.perf_format()) {
-        print!("{}", perf_format::render(res, &format));
+        let mut stdout = std::io::stdout().lock();
+        let _ = stdout.write_all(perf_format::render(res, &format).as_bytes());
+        let _ = stdout.flush();
     }
 }
 
