@@ -17,6 +17,7 @@
 //! | `diff`    | `baremark diff`: two runs compared, Mann-Whitney U per event  |
 //! | `plot`    | SVG plots of the per-repetition distributions                 |
 //! | `output`  | the shared end of run/report/count: table and files           |
+//! | `perf_format` | the results as `perf stat -x SEP` CSV and `perf stat -j` JSON lines |
 //! | `progress` | the progress bar while results arrive                        |
 
 pub mod asm;
@@ -26,6 +27,7 @@ pub mod events_cli;
 pub mod image;
 pub mod output;
 pub mod payloads;
+pub mod perf_format;
 pub mod plot;
 pub mod progress;
 pub mod qemu;

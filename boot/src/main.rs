@@ -1,6 +1,6 @@
 //! `baremark`: the command-line tool.
 
-use std::io::Write as _;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -411,27 +411,32 @@ fn prepare_boot(args: QemuArgs, config: RunConfig) -> Result<(BootRequest, Strin
     Ok((request, reason))
 }
 
-/// Boots, showing progress over the payloads and (with `print_records`) a line per record.
-fn boot_live(request: &BootRequest, verbose: bool, print_records: bool) -> Result<RunOutcome> {
+/// Boots, showing progress over the payloads and (with `print_records`) a line per record on
+/// `human` (stdout, or stderr when stdout carries the perf format).
+fn boot_live(
+    request: &BootRequest,
+    verbose: bool,
+    print_records: bool,
+    human: &mut dyn Write,
+) -> Result<RunOutcome> {
     let mut progress = Progress::new(request.config.payloads.len(), verbose);
-    let mut stdout = std::io::stdout();
     let outcome = session::boot(request, &mut |event| match event {
         Event::Record(record, _) => {
             progress.record(record);
             progress.suspend(|| {
                 if verbose {
-                    let _ = writeln!(stdout, "  {}", record.value);
+                    let _ = writeln!(human, "  {}", record.value);
                 }
                 if print_records && let Some(lines) = render::record_lines(record) {
-                    let _ = writeln!(stdout, "{lines}");
+                    let _ = writeln!(human, "{lines}");
                 }
-                let _ = stdout.flush();
+                let _ = human.flush();
             });
         }
         Event::Text(text) => {
             if verbose {
                 progress.suspend(|| {
-                    let _ = writeln!(stdout, "  | {text}");
+                    let _ = writeln!(human, "  | {text}");
                 });
             }
         }
@@ -440,17 +445,19 @@ fn boot_live(request: &BootRequest, verbose: bool, print_records: bool) -> Resul
     outcome
 }
 
-/// The shared end of `run`, `count` and `report`: the results table (when the records hold
-/// results) and the files asked for.
+/// The shared end of `run` and `report`: the results table (when the records hold results),
+/// the perf-format lines and the files asked for.
 fn finish_results(records: &[Record], output: &OutputArgs) -> Result<()> {
     let res = match output::results(records) {
         Some(res) => {
-            println!("\n{}", table::render(&res, output.detail).trim_end());
+            let table = table::render(&res, output.detail);
+            let _ = writeln!(output.human(), "\n{}", table.trim_end());
             res
         }
-        None if output.any() => Results::from_records(records),
+        None if output.any() || output.perf_format().is_some() => Results::from_records(records),
         None => return Ok(()),
     };
+    output::print_perf(&res, output);
     note(&output::write_files(&res, output)?);
     Ok(())
 }
@@ -481,9 +488,13 @@ fn run(args: RunArgs) -> Result<ExitCode> {
     note(&notes);
     let log = args.qemu.log.clone();
     let (request, reason) = prepare_boot(args.qemu, config)?;
-    let outcome = boot_live(&request, args.verbose, true)?;
+    let outcome = boot_live(&request, args.verbose, true, &mut args.output.human())?;
     finish_results(&outcome.records, &args.output)?;
-    println!("{}", render::outcome_lines(&outcome, &reason));
+    let _ = writeln!(
+        args.output.human(),
+        "{}",
+        render::outcome_lines(&outcome, &reason)
+    );
     if let Some(log) = &log {
         eprintln!("baremark: serial log saved to {}", log.display());
     }
@@ -514,13 +525,15 @@ fn count(args: CountArgs) -> Result<ExitCode> {
     };
     note(&content::apply_harness(&args.harness, &mut config)?);
     let (request, reason) = prepare_boot(args.qemu, config)?;
-    let outcome = boot_live(&request, args.verbose, false)?;
+    let mut human = args.output.human();
+    let outcome = boot_live(&request, args.verbose, false, &mut human)?;
     let res = Results::from_records(&outcome.records);
     // `count` is `perf stat` for one payload: its benchmarks' own tables, always.
-    println!("{}", table::render(&res, true).trim_end());
+    let _ = writeln!(human, "{}", table::render(&res, true).trim_end());
+    output::print_perf(&res, &args.output);
     note(&output::write_files(&res, &args.output)?);
     if outcome.verdict() != Verdict::Success {
-        println!("{}", render::outcome_lines(&outcome, &reason));
+        let _ = writeln!(human, "{}", render::outcome_lines(&outcome, &reason));
     } else if res.benchmarks.is_empty() {
         eprintln!(
             "baremark: the payload reported no benchmark (is it built with baremark_sdk::bench?)"
@@ -627,12 +640,14 @@ fn asm(args: AsmArgs) -> Result<ExitCode> {
         }
     );
     let (request, reason) = prepare_boot(args.qemu, config)?;
-    let outcome = boot_live(&request, args.verbose, false)?;
+    let mut human = args.output.human();
+    let outcome = boot_live(&request, args.verbose, false, &mut human)?;
     let res = Results::from_records(&outcome.records);
-    println!("{}", table::render(&res, true).trim_end());
+    let _ = writeln!(human, "{}", table::render(&res, true).trim_end());
+    output::print_perf(&res, &args.output);
     note(&output::write_files(&res, &args.output)?);
     if outcome.verdict() != Verdict::Success || res.benchmarks.is_empty() {
-        println!("{}", render::outcome_lines(&outcome, &reason));
+        let _ = writeln!(human, "{}", render::outcome_lines(&outcome, &reason));
     }
     // A fault in the user's code: say where, in the user's terms.
     let mut faulted = false;
@@ -707,9 +722,10 @@ fn report(log: &Path, output: &OutputArgs) -> Result<ExitCode> {
             log.display()
         );
     }
+    let mut human = output.human();
     for record in &records {
         if let Some(lines) = render::record_lines(record) {
-            println!("{lines}");
+            let _ = writeln!(human, "{lines}");
         }
     }
     finish_results(&records, output)?;

@@ -1,11 +1,13 @@
-//! The shared end of `run`, `report` and `count`: records -> [`Results`] -> the table and the
-//! `--json`, `--csv` and `--plot` files, so every command writes the same bytes for the same
-//! records.
+//! The shared end of `run`, `report` and `count`: records -> [`Results`] -> the table, the
+//! `--json`, `--csv` and `--plot` files and the perf-format output (`-x`, `-j`), so every
+//! command writes the same bytes for the same records.
 
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
+use crate::perf_format::{self, Format};
 use crate::plot;
 use crate::records::Record;
 use crate::results::Results;
@@ -26,15 +28,38 @@ pub struct OutputArgs {
     /// instead of the one-table summary shown for more than one benchmark.
     #[arg(long)]
     pub detail: bool,
+    /// Print the results as `perf stat -x SEP` does: a line per benchmark and event, fields
+    /// separated by SEP, in perf's order (docs/output-formats.md). They go to stdout and
+    /// everything else to stderr, unless -o names a file.
+    #[arg(
+        short = 'x',
+        long = "field-separator",
+        value_name = "SEP",
+        value_parser = perf_format::parse_separator,
+        conflicts_with = "json_output"
+    )]
+    pub field_separator: Option<String>,
+    /// Print the results as `perf stat -j` does: a JSON object per benchmark and event, one a
+    /// line (docs/output-formats.md). Like -x, on stdout unless -o names a file.
+    #[arg(short = 'j', long = "json-output")]
+    pub json_output: bool,
+    /// Write the -x or -j output to FILE instead of stdout (which then shows the table as
+    /// usual).
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
 }
 
 impl OutputArgs {
     /// Checks the destinations before a run spends time: the folders exist, the plot is SVG.
     pub fn check(&self) -> Result<()> {
+        if self.output.is_some() && self.perf_format().is_none() {
+            bail!("-o/--output FILE takes the -x or -j output: add -x SEP or -j");
+        }
         for (flag, path) in [
             ("--json", &self.json),
             ("--csv", &self.csv),
             ("--plot", &self.plot),
+            ("--output", &self.output),
         ] {
             let Some(path) = path else { continue };
             if path.is_dir() {
@@ -67,8 +92,36 @@ impl OutputArgs {
         Ok(())
     }
 
+    /// Whether any file is asked for.
     pub fn any(&self) -> bool {
-        self.json.is_some() || self.csv.is_some() || self.plot.is_some()
+        self.json.is_some() || self.csv.is_some() || self.plot.is_some() || self.output.is_some()
+    }
+
+    /// The perf format asked for with -x or -j.
+    pub fn perf_format(&self) -> Option<Format> {
+        match (&self.field_separator, self.json_output) {
+            (Some(sep), _) => Some(Format::Csv {
+                separator: sep.clone(),
+            }),
+            (None, true) => Some(Format::JsonLines),
+            (None, false) => None,
+        }
+    }
+
+    /// Whether stdout carries the perf-format lines, and only them: -x or -j without -o. Then
+    /// the text for people (report, table, outcome) goes to stderr, so a script reads stdout
+    /// clean.
+    pub fn perf_on_stdout(&self) -> bool {
+        self.perf_format().is_some() && self.output.is_none()
+    }
+
+    /// Where text for people goes: stdout, or stderr when stdout carries the perf format.
+    pub fn human(&self) -> Box<dyn std::io::Write> {
+        if self.perf_on_stdout() {
+            Box::new(std::io::stderr())
+        } else {
+            Box::new(std::io::stdout())
+        }
     }
 }
 
@@ -90,7 +143,24 @@ pub fn write_files(res: &Results, out: &OutputArgs) -> Result<Vec<String>> {
     if let Some(path) = &out.plot {
         done.push(write(path, &plot::svg(res)?, "plot")?);
     }
+    if let (Some(path), Some(format)) = (&out.output, out.perf_format()) {
+        let what = match format {
+            Format::Csv { .. } => "perf-stat CSV",
+            Format::JsonLines => "perf-stat JSON lines",
+        };
+        done.push(write(path, &perf_format::render(res, &format), what)?);
+    }
     Ok(done)
+}
+
+/// Prints the perf-format lines on stdout when they go there (-x or -j without -o). A reader
+/// that stopped early (`| head`) is not an error.
+pub fn print_perf(res: &Results, out: &OutputArgs) {
+    if let (true, Some(format)) = (out.perf_on_stdout(), out.perf_format()) {
+        let mut stdout = std::io::stdout().lock();
+        let _ = stdout.write_all(perf_format::render(res, &format).as_bytes());
+        let _ = stdout.flush();
+    }
 }
 
 /// The results of `records`, or `None` when they hold no benchmark and no harness error (a

@@ -75,6 +75,17 @@ impl ResultRec {
             (None, None) => None,
         }
     }
+
+    /// Whether an event without statistics failed to be counted rather than being unsupported:
+    /// the kernel marks events it could not measure for a harness failure "not measured: ...";
+    /// those are not a limit of the machine.
+    pub fn not_counted(&self) -> bool {
+        self.supported
+            || self
+                .reason
+                .as_deref()
+                .is_some_and(|why| why.starts_with("not measured"))
+    }
 }
 
 /// A `metric` record, typed.

@@ -176,16 +176,6 @@ fn counter_text(r: &ResultRec) -> String {
     }
 }
 
-/// Whether an event without statistics failed to be counted rather than being unsupported:
-/// the kernel marks events it could not measure for a harness failure "not measured: ...";
-/// those are not a limit of the machine.
-fn not_counted(r: &ResultRec) -> bool {
-    r.supported
-        || r.reason
-            .as_deref()
-            .is_some_and(|why| why.starts_with("not measured"))
-}
-
 /// One benchmark's table.
 pub fn benchmark(b: &Benchmark) -> String {
     let mut out = String::new();
@@ -223,7 +213,7 @@ pub fn benchmark(b: &Benchmark) -> String {
                 );
             }
             _ => {
-                let label = if not_counted(r) {
+                let label = if r.not_counted() {
                     "<not counted>"
                 } else {
                     "<not supported>"
@@ -363,7 +353,7 @@ fn summary_cell(r: Option<&ResultRec>, overhead_row: bool) -> String {
     };
     match stats {
         Some(s) if r.supported => format!("{} ±{}", num(s.median), pct(s.stddev, s.mean)),
-        _ if not_counted(r) => "not counted".into(),
+        _ if r.not_counted() => "not counted".into(),
         _ => "not supported".into(),
     }
 }
