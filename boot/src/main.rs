@@ -209,6 +209,13 @@ struct CountArgs {
     #[arg(value_name = "PAYLOAD.elf|NAME")]
     payload: String,
     #[command(flatten)]
+    measure: MeasureArgs,
+}
+
+/// How one payload is measured and shown (`count` and `asm`).
+#[derive(clap::Args)]
+struct MeasureArgs {
+    #[command(flatten)]
     qemu: QemuArgs,
     #[command(flatten)]
     harness: HarnessArgs,
@@ -277,17 +284,7 @@ struct AsmArgs {
     #[arg(long, requires = "keep")]
     build_only: bool,
     #[command(flatten)]
-    qemu: QemuArgs,
-    #[command(flatten)]
-    harness: HarnessArgs,
-    /// The watchdog budget in milliseconds (0: none; default: the kernel's, 10000).
-    #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u32).range(0..=3_600_000))]
-    task_budget_ms: Option<u32>,
-    #[command(flatten)]
-    output: OutputArgs,
-    /// Also print the kernel's text lines and the raw records.
-    #[arg(long)]
-    verbose: bool,
+    measure: MeasureArgs,
 }
 
 #[derive(clap::Args)]
@@ -503,7 +500,7 @@ fn run(args: RunArgs) -> Result<ExitCode> {
 
 /// `count`: one payload, only its results.
 fn count(args: CountArgs) -> Result<ExitCode> {
-    args.output.check()?;
+    args.measure.output.check()?;
     let path = PathBuf::from(&args.payload);
     let payload = if path.is_file() || args.payload.ends_with(".elf") {
         content::read_payload_file(&path)?
@@ -517,21 +514,28 @@ fn count(args: CountArgs) -> Result<ExitCode> {
         })?;
         (p.name.to_string(), p.elf.to_vec())
     };
+    let (outcome, _) = measure_one(payload, args.measure)?;
+    Ok(verdict_code(&outcome))
+}
+
+/// `count` and `asm`: boots with one payload and prints its benchmarks' own tables (`perf
+/// stat` for one payload), the perf-format lines and the files asked for.
+fn measure_one(payload: content::NamedElf, m: MeasureArgs) -> Result<(RunOutcome, Results)> {
+    m.output.check()?;
     let mut config = RunConfig {
         on_end: OnEnd::QemuExit,
         payloads: vec![payload],
-        task_budget_ms: args.task_budget_ms,
+        task_budget_ms: m.task_budget_ms,
         ..RunConfig::default()
     };
-    note(&content::apply_harness(&args.harness, &mut config)?);
-    let (request, reason) = prepare_boot(args.qemu, config)?;
-    let mut human = args.output.human();
-    let outcome = boot_live(&request, args.verbose, false, &mut human)?;
+    note(&content::apply_harness(&m.harness, &mut config)?);
+    let (request, reason) = prepare_boot(m.qemu, config)?;
+    let mut human = m.output.human();
+    let outcome = boot_live(&request, m.verbose, false, &mut human)?;
     let res = Results::from_records(&outcome.records);
-    // `count` is `perf stat` for one payload: its benchmarks' own tables, always.
     let _ = writeln!(human, "{}", table::render(&res, true).trim_end());
-    output::print_perf(&res, &args.output);
-    note(&output::write_files(&res, &args.output)?);
+    output::print_perf(&res, &m.output);
+    note(&output::write_files(&res, &m.output)?);
     if outcome.verdict() != Verdict::Success {
         let _ = writeln!(human, "{}", render::outcome_lines(&outcome, &reason));
     } else if res.benchmarks.is_empty() {
@@ -539,7 +543,7 @@ fn count(args: CountArgs) -> Result<ExitCode> {
             "baremark: the payload reported no benchmark (is it built with baremark_sdk::bench?)"
         );
     }
-    Ok(verdict_code(&outcome))
+    Ok((outcome, res))
 }
 
 /// Code from the command line, or from a file for `@FILE` (and `--file`).
@@ -567,7 +571,7 @@ fn asm_file(part: baremark::asm::Part, path: &Path) -> Result<baremark::asm::Cod
 /// `asm`: assemble, link, then measure it like `count` does.
 fn asm(args: AsmArgs) -> Result<ExitCode> {
     use baremark::asm::Part;
-    args.output.check()?;
+    args.measure.output.check()?;
     let code = match (&args.code, &args.file) {
         (_, Some(path)) => asm_file(Part::Code, path)?,
         (Some(text), None) => asm_code(Part::Code, text)?,
@@ -619,16 +623,9 @@ fn asm(args: AsmArgs) -> Result<ExitCode> {
     if args.build_only {
         return Ok(ExitCode::SUCCESS);
     }
-    let mut config = RunConfig {
-        on_end: OnEnd::QemuExit,
-        payloads: vec![(spec.name.clone(), built.elf)],
-        task_budget_ms: args.task_budget_ms,
-        ..RunConfig::default()
-    };
-    let mut harness = args.harness;
+    let mut measure = args.measure;
     // nanoBench's measurement: (2U copies) - (U copies), the fixed part gone.
-    harness.overhead = harness.overhead.or(Some(image::Overhead::Diff));
-    note(&content::apply_harness(&harness, &mut config)?);
+    measure.harness.overhead = measure.harness.overhead.or(Some(image::Overhead::Diff));
     eprintln!(
         "baremark: {} copies of the code per region (unroll {}{}); values are per copy",
         spec.iterations(),
@@ -639,16 +636,7 @@ fn asm(args: AsmArgs) -> Result<ExitCode> {
             String::new()
         }
     );
-    let (request, reason) = prepare_boot(args.qemu, config)?;
-    let mut human = args.output.human();
-    let outcome = boot_live(&request, args.verbose, false, &mut human)?;
-    let res = Results::from_records(&outcome.records);
-    let _ = writeln!(human, "{}", table::render(&res, true).trim_end());
-    output::print_perf(&res, &args.output);
-    note(&output::write_files(&res, &args.output)?);
-    if outcome.verdict() != Verdict::Success || res.benchmarks.is_empty() {
-        let _ = writeln!(human, "{}", render::outcome_lines(&outcome, &reason));
-    }
+    let (outcome, res) = measure_one((spec.name.clone(), built.elf), measure)?;
     // A fault in the user's code: say where, in the user's terms.
     let mut faulted = false;
     for r in outcome.records.iter().filter(|r| r.kind == "fault") {

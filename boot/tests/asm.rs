@@ -5,14 +5,14 @@
 //! provides). Errors (a bad instruction, an undefined symbol, a fault in the code) are checked
 //! without and with QEMU. Fails with the reason where GNU binutils are missing.
 
+mod common;
+
+use common::baremark;
+
 use std::path::Path;
 use std::process::{Command, Output};
 
 use serde_json::Value;
-
-fn baremark() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_baremark"))
-}
 
 /// The subject needs GNU as and ld: without them the test fails with the reason.
 fn require_binutils() {

@@ -2,12 +2,9 @@
 //! saved log, and `image`; the results path (`report`, `run` and `count` against a stand-in
 //! for QEMU that replays a serial log) on synthetic logs in tests/fixtures/.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+mod common;
 
-fn baremark() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_baremark"))
-}
+use common::{baremark, fake_qemu, fixture};
 
 /// The report lines (record renderings) of `run` output: everything from `boot` to `end`.
 fn report_lines(stdout: &str) -> Vec<String> {
@@ -411,12 +408,6 @@ fn run_refuses_an_unknown_builtin_payload() {
 // groups (multiplexed), an unsupported event, derived metrics, a harness error and a faulting
 // payload; bench-diff.log is a TSC-only TCG run with overhead `diff`.
 
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures")
-        .join(name)
-}
-
 fn stdout_of(out: &std::process::Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
@@ -429,20 +420,6 @@ fn assert_ok(out: &std::process::Output) {
         stdout_of(out),
         String::from_utf8_lossy(&out.stderr)
     );
-}
-
-/// A stand-in for QEMU (through `BAREMARK_QEMU`) that prints `log` as the serial output and
-/// exits the way QEMU does after the kernel's successful isa-debug-exit.
-fn fake_qemu(dir: &Path, log: &Path) -> PathBuf {
-    use std::os::unix::fs::PermissionsExt;
-    let script = dir.join("fake-qemu");
-    std::fs::write(
-        &script,
-        format!("#!/bin/sh\ncat '{}'\nexit 33\n", log.display()),
-    )
-    .unwrap();
-    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
-    script
 }
 
 #[test]

@@ -2,16 +2,14 @@
 //! baseline, a rerun of the same benchmarks (other noise, no change) and a run with a planted 5%
 //! regression in seq-read's tsc; and the serial-log fixtures of tests/cli.rs.
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use common::fixture;
+
+use std::path::Path;
 use std::process::{Command, Output};
 
 use baremark::diff::{self, Diff, Row, Status};
-
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures")
-        .join(name)
-}
 
 fn compare(a: &str, b: &str) -> Diff {
     let ia = diff::load(&fixture(a)).unwrap();

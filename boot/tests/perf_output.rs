@@ -5,8 +5,11 @@
 //! `perf stat -j` (stat-display.c). The expected values come from the fixtures' records, read
 //! here on their own, not from the code under test.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
+
+use common::{baremark, fake_qemu, fixture};
+
+use std::process::Output;
 
 use serde_json::Value;
 
@@ -43,16 +46,6 @@ fn field(name: &str) -> usize {
         .iter()
         .position(|f| *f == name)
         .expect("a perf field")
-}
-
-fn baremark() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_baremark"))
-}
-
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures")
-        .join(name)
 }
 
 fn ok(out: &Output) -> String {
@@ -380,20 +373,6 @@ fn an_output_file_takes_the_lines_and_stdout_keeps_the_table() {
         assert_eq!(std::fs::read_to_string(&path).unwrap(), alone);
         assert!(String::from_utf8_lossy(&out.stderr).contains("written to"));
     }
-}
-
-/// A stand-in for QEMU (through `BAREMARK_QEMU`) that prints `log` as the serial output and
-/// exits as QEMU does after the kernel's isa-debug-exit (as in tests/cli.rs).
-fn fake_qemu(dir: &Path, log: &Path) -> PathBuf {
-    use std::os::unix::fs::PermissionsExt;
-    let script = dir.join("fake-qemu");
-    std::fs::write(
-        &script,
-        format!("#!/bin/sh\ncat '{}'\nexit 33\n", log.display()),
-    )
-    .unwrap();
-    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
-    script
 }
 
 #[test]
