@@ -195,6 +195,27 @@ fn cli_gate_and_exit_statuses() {
     assert_eq!(doc["rows"][0]["status"], "slower");
     assert_eq!(doc["rows"][0]["significant"], true);
 
+    // JSON to a file: the same document, and the table still on stdout.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("diff.json");
+    let out = Command::new(env!("CARGO_BIN_EXE_baremark"))
+        .args(["diff", "--json"])
+        .arg(&file)
+        .arg(&base)
+        .arg(&reg)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let written: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&file).expect("diff.json written")).unwrap();
+    assert_eq!(written, doc);
+    let (stdout, stderr) = text(&out);
+    assert!(stdout.contains("seq-read"), "the table: {stdout}");
+    assert!(
+        stderr.contains(&format!("wrote {}", file.display())),
+        "{stderr}"
+    );
+
     // Bad input: exit 2 and a clear message.
     let missing = fixture("diff/no-such.json");
     let out = baremark(&[&base, &missing]);
