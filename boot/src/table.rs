@@ -200,9 +200,18 @@ pub fn benchmark(b: &Benchmark) -> String {
         " Performance counter stats for '{}' ({what}; tsc in ticks):\n",
         b.title()
     );
+    // Wide enough for the longest name (nanoBench configs name events like
+    // `OFFCORE_RESPONSE.DEMAND_DATA_RD.ANY_RESPONSE`), so the counter column stays aligned.
+    let w_event = b
+        .typed
+        .iter()
+        .map(|r| r.event.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(W_EVENT);
     let _ = writeln!(
         out,
-        "{:>W_MEDIAN$} {:>W_MEAN$} {:>W_PCT$} {:>W_MIN$} {:>W_MAX$}  {:<W_EVENT$} counter",
+        "{:>W_MEDIAN$} {:>W_MEAN$} {:>W_PCT$} {:>W_MIN$} {:>W_MAX$}  {:<w_event$} counter",
         "median", "mean 20-80", "± stddev", "min", "max", "event"
     );
     // A reason shared by several rows (no counters at all) is printed once.
@@ -212,7 +221,7 @@ pub fn benchmark(b: &Benchmark) -> String {
             Some((s, _)) if r.supported => {
                 let _ = writeln!(
                     out,
-                    "{:>W_MEDIAN$} {:>W_MEAN$} {:>W_PCT$} {:>W_MIN$} {:>W_MAX$}  {:<W_EVENT$} {}",
+                    "{:>W_MEDIAN$} {:>W_MEAN$} {:>W_PCT$} {:>W_MIN$} {:>W_MAX$}  {:<w_event$} {}",
                     num(s.median),
                     num(s.mean_20_80),
                     pct(s.stddev, s.mean),
@@ -241,7 +250,7 @@ pub fn benchmark(b: &Benchmark) -> String {
                 last_reason = Some(full);
                 let _ = writeln!(
                     out,
-                    "{label:>W_MEDIAN$}{:pad$}{:<W_EVENT$} {reason}",
+                    "{label:>W_MEDIAN$}{:pad$}{:<w_event$} {reason}",
                     "",
                     r.event,
                     pad = NUMBERS - W_MEDIAN + 2
