@@ -334,3 +334,106 @@ fn image_packs_the_config_and_no_default_events() {
         }
     }
 }
+
+/// A serial log of `baremark count add-latency --pmu emulated --config cfg.txt --events
+/// 'cpu/event=0xc0,umask=0x0,name=INST_RETIRED.NAMED/u' --reps 5 --warmup 1 --log ...` (the
+/// emulated Intel v4 PMU, exact counts): the config's names, and the `name=` term's, are what
+/// the table, the JSON and the CSV call the results.
+#[test]
+fn results_carry_the_configs_names_in_the_table_json_and_csv() {
+    let log = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/nanobench-emulated.log");
+    let dir = tempfile::tempdir().unwrap();
+    let (json, csv) = (dir.path().join("r.json"), dir.path().join("r.csv"));
+    let out = baremark()
+        .arg("report")
+        .arg(&log)
+        .arg("--json")
+        .arg(&json)
+        .arg("--csv")
+        .arg(&csv)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    let stdout = stdout_of(&out);
+    // name, per-iteration median, counter; the counter column aligned under its header.
+    let header = stdout
+        .lines()
+        .find(|l| l.contains(" event ") && l.ends_with(" counter"))
+        .expect("the table's header");
+    // In characters: the header has a `±`.
+    let counter_at = header[..header.find(" counter").unwrap()].chars().count() + 1;
+    let counted = [
+        ("INST_RETIRED.NAMED", "10.00", "gp0 g0 (emulated)"),
+        ("INST_RETIRED.ANY_P", "10.00", "gp1 g0 (emulated)"),
+        ("BR_INST_RETIRED.ALL_BRANCHES", "1.000", "gp3 g0 (emulated)"),
+        // CTR=2: on GP counter 2, nowhere else.
+        ("INST_RETIRED.ANY_P.CTR2", "10.00", "gp2 g0 (emulated)"),
+        // TakenAlone: a group of its own.
+        ("BR_INST_RETIRED.ALONE", "1.000", "gp0 g1 (emulated)"),
+    ];
+    for (name, median, counter) in counted {
+        let row = stdout
+            .lines()
+            .find(|l| l.split_whitespace().nth(5) == Some(name))
+            .unwrap_or_else(|| panic!("no row for {name}:\n{stdout}"));
+        assert_eq!(row.split_whitespace().next(), Some(median), "{row}");
+        assert_eq!(
+            row.chars().skip(counter_at).collect::<String>(),
+            counter,
+            "{row}"
+        );
+    }
+    for (name, why) in [
+        ("UOPS_ISSUED.ANY", "does not model `UOPS_ISSUED.ANY`"),
+        (
+            "OFFCORE_RESPONSE.DEMAND_DATA_RD.ANY_RESPONSE",
+            "has no MSR 0x1a6 (MSR_OFFCORE_RSP_0)",
+        ),
+    ] {
+        let row = stdout
+            .lines()
+            .find(|l| l.starts_with('<') && l.contains(&format!(" {name} ")))
+            .unwrap_or_else(|| panic!("no row for {name}:\n{stdout}"));
+        assert!(row.starts_with("<not supported>"), "{row}");
+        assert!(row.contains(why), "{row}");
+    }
+
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let results = v["benchmarks"][0]["results"].as_array().unwrap();
+    let names: Vec<(&str, bool)> = results
+        .iter()
+        .map(|r| {
+            (
+                r["event"].as_str().unwrap(),
+                r["supported"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        names,
+        [
+            ("tsc", true),
+            ("INST_RETIRED.NAMED", true),
+            ("INST_RETIRED.ANY_P", true),
+            ("BR_INST_RETIRED.ALL_BRANCHES", true),
+            ("INST_RETIRED.ANY_P.CTR2", true),
+            ("BR_INST_RETIRED.ALONE", true),
+            ("UOPS_ISSUED.ANY", false),
+            ("OFFCORE_RESPONSE.DEMAND_DATA_RD.ANY_RESPONSE", false),
+        ]
+    );
+    assert_eq!(results[3]["per_iteration"]["median"], 1.0);
+    assert!(results[6]["value"].is_null(), "not supported is no value");
+
+    let csv = std::fs::read_to_string(&csv).unwrap();
+    let row = csv
+        .lines()
+        .find(|l| l.starts_with("add-latency,add-latency,INST_RETIRED.ANY_P.CTR2,"))
+        .unwrap_or_else(|| panic!("no CSV row:\n{csv}"));
+    assert!(row.contains(",gp2,"), "{row}");
+    let row = csv
+        .lines()
+        .find(|l| l.starts_with("add-latency,add-latency,UOPS_ISSUED.ANY,"))
+        .unwrap();
+    assert!(row.contains(",false,"), "{row}");
+}

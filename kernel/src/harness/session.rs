@@ -50,6 +50,11 @@ impl RunPlan {
         self.events.groups.get(g).map_or(&[], |c| c.as_slice())
     }
 
+    /// The extra MSRs group `g`'s events need, `(msr, value)`: written with its events.
+    pub fn group_msrs(&self, g: usize) -> &[(u32, u64)] {
+        self.events.group_msrs.get(g).map_or(&[], |m| m.as_slice())
+    }
+
     /// What `bench_plan` writes.
     pub fn words(&self) -> [u64; PLAN_WORDS] {
         let overhead = match self.overhead {
