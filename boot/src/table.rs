@@ -130,6 +130,14 @@ pub fn header(res: &Results) -> String {
         .chain(c.events.iter().map(String::as_str))
         .map(str::to_string)
         .collect();
+    // The kernel lists only as many names as fit its record (long nanoBench configs).
+    if let Some(more) = c
+        .events_total
+        .and_then(|n| n.checked_sub(c.events.len() as u64))
+        .filter(|&n| n > 0)
+    {
+        items.push(format!("(+{more} more below)"));
+    }
     if let Some(g) = c.groups.filter(|&g| g > 1) {
         items.push(format!("({g} groups, measured in turn)"));
     }
@@ -565,6 +573,37 @@ pub fn render(res: &Results, detail: bool) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_header_says_how_many_events_the_kernel_left_out() {
+        let records = crate::records::records_of_log(
+            r#"{"type":"bench_start","v":1,"payload":"p","bench":"b","iterations":10,"reps":3,"warmup":1,"overhead":"none","groups":2,"events":["A.B","C.D"],"events_total":285}"#,
+        );
+        let res = Results::from_records(&records);
+        assert_eq!(res.config.events_total, Some(285));
+        let h = header(&res);
+        assert!(
+            h.contains("events: tsc, A.B, C.D (+283 more below) (2 groups, measured in turn)"),
+            "{h}"
+        );
+        // All of them listed (or an older kernel that did not say): nothing added.
+        for tail in [r#""events_total":2}"#, "}"] {
+            let line = format!(
+                r#"{{"type":"bench_start","v":1,"payload":"p","bench":"b","iterations":10,"reps":3,"warmup":1,"overhead":"none","groups":1,"events":["A.B","C.D"]{}"#,
+                if tail == "}" {
+                    "}".to_string()
+                } else {
+                    format!(",{tail}")
+                }
+            );
+            let res = Results::from_records(&crate::records::records_of_log(&line));
+            assert!(
+                header(&res).contains("events: tsc, A.B, C.D\n"),
+                "{}",
+                header(&res)
+            );
+        }
+    }
 
     #[test]
     fn long_lists_wrap_under_the_first_item() {
