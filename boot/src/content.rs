@@ -1,7 +1,7 @@
 //! What goes into an image besides the kernel: the payloads (built-ins, suites, files), the
-//! harness settings (`events`, `reps`, `warmup`, `overhead`) and, with `--perfmon`, Intel's
-//! event tables. Shared by `run`, `image` and `count`, checked on the host before anything is
-//! built.
+//! harness settings (`events`, `reps`, `warmup`, `overhead`), with `--config` a nanoBench event
+//! config and, with `--perfmon`, Intel's event tables. Shared by `run`, `image` and `count`,
+//! checked on the host before anything is built.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -10,6 +10,7 @@ use anyhow::{Context, Result, anyhow, bail};
 
 use events::cpu::{CpuModel, Vendor};
 use events::event::{EventDesc, NamedEvents};
+use events::nanobench::{self, NanoBenchEvent};
 use events::perfmon::{self, MapEntry};
 use events::pmu::{CoreType, PmuCaps};
 use events::table::EventTable;
@@ -30,6 +31,12 @@ pub struct HarnessArgs {
     /// cycles,instructions,branches,branch-misses; `none`: only the virtual TSC.
     #[arg(long, value_name = "LIST")]
     pub events: Option<String>,
+    /// A nanoBench event config file (nanoBench's option name): one `EvtSel.UMASK(.CMSK=N)
+    /// (.EDG)(.INV)(.AnyT)(.CTR=n)(.TakenAlone)(.MSR_...=v) Name` line per event, as the
+    /// configs uops.info uses. Counted in user mode, as nanoBench.sh does, and reported under
+    /// the file's names. Replaces the default event set; with --events, both are counted.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
     /// Measured repetitions per benchmark (default: the kernel's, 20).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub reps: Option<u32>,
@@ -138,10 +145,24 @@ pub fn apply_harness(args: &HarnessArgs, config: &mut RunConfig) -> Result<Vec<S
         config.extra_members.extend(pack.members);
         tables = pack.tables;
     }
+    if let Some(path) = &args.config {
+        let (text, events) = load_nanobench_config(path)?;
+        notes.push(format!(
+            "--config {}: {} nanoBench events, counted in user mode (as nanoBench.sh)",
+            path.display(),
+            events.len()
+        ));
+        config.nanobench_config = Some(text);
+    }
     // Like `perf stat`, some events by default: on a machine without counters they show what
     // is missing (`<not supported>`) next to the TSC figures. `--events none`: the TSC alone.
-    let list = args.events.as_deref().unwrap_or(DEFAULT_EVENTS);
-    if list.trim() != "none" {
+    // A nanoBench config replaces the defaults, as nanoBench counts only what its config names.
+    let list = match (&args.events, &args.config) {
+        (Some(list), _) => Some(list.as_str()),
+        (None, Some(_)) => None,
+        (None, None) => Some(DEFAULT_EVENTS),
+    };
+    if let Some(list) = list.filter(|l| l.trim() != "none") {
         validate_events(list, &tables)?;
         config.events = Some(list.trim().to_string());
     }
@@ -223,6 +244,50 @@ pub fn validate_events(list: &str, tables: &[EventTable]) -> Result<()> {
         "--events: {e}{hint}\n{}",
         indent(&e.caret_line(list))
     ))
+}
+
+/// Reads and checks a nanoBench config file (`--config`): its text, to pack as it is (the
+/// kernel parses it again), and its events. Errors name the file, line and column, and show the
+/// line with a caret under the problem.
+pub fn load_nanobench_config(path: &Path) -> Result<(String, Vec<NanoBenchEvent>)> {
+    let bytes =
+        std::fs::read(path).with_context(|| format!("--config: reading {}", path.display()))?;
+    let text = String::from_utf8(bytes).map_err(|e| {
+        let bytes = e.as_bytes();
+        let at = e.utf8_error().valid_up_to();
+        let line = bytes[..at].iter().filter(|&&b| b == b'\n').count() + 1;
+        anyhow!(
+            "--config {}: line {line}: not UTF-8 text (at byte offset {at})",
+            path.display()
+        )
+    })?;
+    let events = nanobench::parse_config(&text).map_err(|e| {
+        let line = text.split('\n').nth(e.line - 1).unwrap_or("");
+        anyhow!(
+            "--config {}: {e}\n{}",
+            path.display(),
+            column_caret(line, e.column)
+        )
+    })?;
+    if events.is_empty() {
+        bail!(
+            "--config {}: no event lines (only comments and blank lines); nanoBench's format is \
+             one `EvtSel.UMASK[.options] Name` per line, e.g. `C0.00 INST_RETIRED.ANY_P`",
+            path.display()
+        );
+    }
+    Ok((text, events))
+}
+
+/// `line` indented, and a caret under its 1-based character `column` (tabs shown as one space
+/// each, so the caret stays under the character the column counts).
+fn column_caret(line: &str, column: usize) -> String {
+    let shown: String = line
+        .trim_end_matches(['\r', '\n'])
+        .chars()
+        .map(|c| if c == '\t' { ' ' } else { c })
+        .collect();
+    format!("    {shown}\n    {}^", " ".repeat(column.saturating_sub(1)))
 }
 
 fn caret(input: &str, pos: usize, len: usize) -> String {
@@ -468,6 +533,7 @@ mod tests {
             warmup: Some(0),
             overhead: Some(Overhead::Diff),
             perfmon: None,
+            config: None,
         };
         apply_harness(&args, &mut config).unwrap();
         let text = config.to_text();
@@ -483,6 +549,85 @@ mod tests {
         for key in ["events", "reps", "warmup", "overhead"] {
             assert!(!text.contains(&format!("{key} =")), "{text}");
         }
+    }
+
+    fn config_file(text: &str) -> tempfile::NamedTempFile {
+        let mut f = tempfile::NamedTempFile::new().unwrap();
+        std::io::Write::write_all(&mut f, text.as_bytes()).unwrap();
+        f
+    }
+
+    const NB: &str =
+        "# counted by baremark\nC0.00 INST_RETIRED.ANY_P\n\nC4.00 BR_INST_RETIRED.ALL_BRANCHES\n";
+
+    #[test]
+    fn a_nanobench_config_replaces_the_default_events() {
+        let f = config_file(NB);
+        let mut config = RunConfig::default();
+        let args = HarnessArgs {
+            config: Some(f.path().to_path_buf()),
+            ..HarnessArgs::default()
+        };
+        let notes = apply_harness(&args, &mut config).unwrap();
+        assert_eq!(
+            config.nanobench_config.as_deref(),
+            Some(NB),
+            "packed as read"
+        );
+        assert_eq!(config.events, None, "no default events beside the config");
+        assert!(notes[0].contains("2 nanoBench events"), "{notes:?}");
+        assert!(!config.to_text().contains("events ="));
+        // With --events, both are counted.
+        let mut config = RunConfig::default();
+        let args = HarnessArgs {
+            events: Some("cycles:u".into()),
+            config: Some(f.path().to_path_buf()),
+            ..HarnessArgs::default()
+        };
+        apply_harness(&args, &mut config).unwrap();
+        assert_eq!(config.events.as_deref(), Some("cycles:u"));
+        assert!(config.nanobench_config.is_some());
+        // Without --config: the defaults, and no config member.
+        let mut config = RunConfig::default();
+        apply_harness(&HarnessArgs::default(), &mut config).unwrap();
+        assert_eq!(config.events.as_deref(), Some(DEFAULT_EVENTS));
+        assert_eq!(config.nanobench_config, None);
+    }
+
+    #[test]
+    fn a_bad_nanobench_config_names_the_file_line_and_column() {
+        let f = config_file("C0.00 OK\n\tB1.01.CMSK=1.EDGE STALLS\n");
+        let msg = format!("{:#}", load_nanobench_config(f.path()).unwrap_err());
+        let name = f.path().display().to_string();
+        assert!(
+            msg.starts_with(&format!(
+                "--config {name}: line 2, column 15: unknown option `EDGE`"
+            )),
+            "{msg}"
+        );
+        // The line (its tab as one space) with a caret under column 15.
+        assert!(
+            msg.ends_with("\n     B1.01.CMSK=1.EDGE STALLS\n                  ^"),
+            "{msg}"
+        );
+        let f = config_file("# nothing\n\n");
+        let msg = format!("{:#}", load_nanobench_config(f.path()).unwrap_err());
+        assert!(msg.contains("no event lines"), "{msg}");
+        let mut bad = tempfile::NamedTempFile::new().unwrap();
+        std::io::Write::write_all(&mut bad, b"C0.00 A\nC4.00 B\xff\n").unwrap();
+        let msg = format!("{:#}", load_nanobench_config(bad.path()).unwrap_err());
+        assert!(
+            msg.contains("line 2: not UTF-8 text (at byte offset 15)"),
+            "{msg}"
+        );
+        let msg = format!(
+            "{:#}",
+            load_nanobench_config(Path::new("/nonexistent/cfg.txt")).unwrap_err()
+        );
+        assert!(
+            msg.starts_with("--config: reading /nonexistent/cfg.txt"),
+            "{msg}"
+        );
     }
 
     #[test]

@@ -11,6 +11,7 @@ use events::catalog;
 use events::cpu::{CpuModel, Vendor};
 use events::encode::{FixedCtrl, gp_event_select};
 use events::event::{EventDesc, Modifiers, NamedEvents};
+use events::nanobench::{NANOBENCH_USER, NanoBenchEvent};
 use events::parse::{self, Spec};
 use events::pmu::{CoreType, PmuCaps};
 use events::table::EventTable;
@@ -245,8 +246,53 @@ fn error_json(spec: &str, err: &str) -> Value {
     json!({"spec": spec, "name": Value::Null, "config": Value::Null, "fixed": Value::Null, "fixed_ctrl": Value::Null, "fields": Value::Null, "error": err})
 }
 
-/// `baremark events encode`. Returns whether every spec encoded.
-pub fn encode_cmd(specs: &[String], target: &Target, format: Format) -> Result<bool> {
+/// One line of a nanoBench config, encoded as nanoBench.sh programs it (user mode, EN set).
+fn config_line_json(e: &NanoBenchEvent, caps: &PmuCaps) -> Value {
+    let desc = e.event_desc();
+    let m = NANOBENCH_USER;
+    let mut obj = match e.perfevtsel(caps.vendor, &m) {
+        Ok(config) => json!({
+            "spec": e.config,
+            "name": e.name,
+            "config": format!("{config:#x}"),
+            "fixed": Value::Null,
+            "fixed_ctrl": Value::Null,
+            "counters": gp_counters_text(&desc, caps),
+            "fields": fields_json(&desc, &m),
+            "extra_msr": e.extra.map(|x| json!({"msr": format!("{:#x}", x.msr), "value": format!("{:#x}", x.value)})),
+            "error": Value::Null,
+        }),
+        Err(err) => {
+            let mut o = error_json(&e.config, &err.to_string());
+            o["name"] = json!(e.name);
+            o
+        }
+    };
+    obj["line"] = json!(e.line);
+    obj["taken_alone"] = json!(e.taken_alone);
+    obj
+}
+
+/// The decoded fields of a config line, with its placement options.
+fn config_fields_text(e: &NanoBenchEvent) -> String {
+    let mut t = fields_text(&e.event_desc(), &NANOBENCH_USER);
+    if let Some(n) = e.counter {
+        let _ = write!(t, " ctr={n}");
+    }
+    if e.taken_alone {
+        t.push_str(" taken-alone");
+    }
+    t
+}
+
+/// `baremark events encode`: the events of `specs`, then the lines of the nanoBench `config`
+/// (its path and events). Returns whether every spec and line encoded.
+pub fn encode_cmd(
+    specs: &[String],
+    config: Option<(&Path, &[NanoBenchEvent])>,
+    target: &Target,
+    format: Format,
+) -> Result<bool> {
     let named = target.table.as_ref().map(|t| t as &dyn NamedEvents);
     let mut objects = Vec::new();
     let mut all_ok = true;
@@ -292,6 +338,38 @@ pub fn encode_cmd(specs: &[String], target: &Target, format: Format) -> Result<b
             }
         }
     }
+    let mut config_text = String::new();
+    if let Some((path, events)) = config {
+        for e in events {
+            let obj = config_line_json(e, &target.caps);
+            match obj["config"].as_str() {
+                Some(value) => {
+                    let _ = writeln!(
+                        config_text,
+                        "{:<5} {:<40} {:<14} {:<9} {}",
+                        e.line,
+                        e.name,
+                        value,
+                        obj["counters"].as_str().unwrap_or("-"),
+                        config_fields_text(e)
+                    );
+                }
+                None => {
+                    all_ok = false;
+                    errors.push(format!(
+                        "{}: line {}, column {}: {} ({}): error: {}",
+                        path.display(),
+                        e.line,
+                        e.column,
+                        e.config,
+                        e.name,
+                        obj["error"].as_str().unwrap_or("")
+                    ));
+                }
+            }
+            objects.push(obj);
+        }
+    }
     match format {
         Format::Json => println!("{}", serde_json::to_string_pretty(&Value::Array(objects))?),
         Format::Text => {
@@ -299,11 +377,27 @@ pub fn encode_cmd(specs: &[String], target: &Target, format: Format) -> Result<b
                 "# {} ({}); config = GP event select with EN set, INT clear",
                 target.origin, target.caps.kind
             );
-            println!(
-                "{:<28} {:<14} {:<18} fields",
-                "spec", "config", "fixed counter"
-            );
-            print!("{text}");
+            if !specs.is_empty() {
+                println!(
+                    "{:<28} {:<14} {:<18} fields",
+                    "spec", "config", "fixed counter"
+                );
+                print!("{text}");
+            }
+            if let Some((path, _)) = config {
+                if !specs.is_empty() {
+                    println!();
+                }
+                println!(
+                    "# nanoBench config {}: user mode only, as nanoBench.sh counts",
+                    path.display()
+                );
+                println!(
+                    "{:<5} {:<40} {:<14} {:<9} fields",
+                    "line", "name", "config", "counters"
+                );
+                print!("{config_text}");
+            }
             for e in &errors {
                 eprintln!("{e}");
             }

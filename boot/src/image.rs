@@ -94,6 +94,9 @@ pub struct RunConfig {
     /// Compact event tables, `(member name, bytes)`, packed after the payloads (e.g.
     /// `events/GenuineIntel-6-55.tab`, see `content::pack_perfmon`).
     pub extra_members: Vec<(String, Vec<u8>)>,
+    /// A nanoBench event config (`--config`), packed as it was read as
+    /// `events::nanobench::CONFIG_MEMBER`; the kernel counts its events besides `events`.
+    pub nanobench_config: Option<String>,
 }
 
 impl Default for RunConfig {
@@ -112,6 +115,7 @@ impl Default for RunConfig {
             warmup: None,
             overhead: None,
             extra_members: Vec::new(),
+            nanobench_config: None,
         }
     }
 }
@@ -176,7 +180,7 @@ pub fn valid_payload_name(name: &str) -> bool {
 }
 
 /// Builds the ramdisk: a ustar archive with `run.cfg`, then `payloads/<name>.elf` for each
-/// payload in order, then the extra members (event tables).
+/// payload in order, then the extra members (event tables), then the nanoBench config.
 pub fn build_ramdisk(config: &RunConfig) -> Result<Vec<u8>> {
     let mut archive = tar::Builder::new(Vec::new());
     let mut append = |path: &str, data: &[u8]| {
@@ -196,6 +200,10 @@ pub fn build_ramdisk(config: &RunConfig) -> Result<Vec<u8>> {
     }
     for (path, data) in &config.extra_members {
         append(path, data).with_context(|| format!("packing {path}"))?;
+    }
+    if let Some(text) = &config.nanobench_config {
+        let member = events::nanobench::CONFIG_MEMBER;
+        append(member, text.as_bytes()).with_context(|| format!("packing {member}"))?;
     }
     archive
         .into_inner()

@@ -81,8 +81,12 @@ enum EventsCommand {
     /// Print the exact event-select value the kernel would write for each event.
     Encode {
         /// Events in perf syntax: instructions:u, r01c2, cpu/event=0x3c,umask=1/, {a,b}, ...
-        #[arg(required = true, value_name = "SPEC")]
+        #[arg(value_name = "SPEC")]
         specs: Vec<String>,
+        /// A nanoBench event config file: each line's IA32_PERFEVTSELx (AMD PERF_CTLx) value,
+        /// as nanoBench.sh programs it (user mode), next to its name.
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
         #[command(flatten)]
         target: events_cli::TargetArgs,
     },
@@ -809,13 +813,31 @@ fn events(command: EventsCommand) -> Result<ExitCode> {
             events_cli::list_cmd(&t, target.format)?;
             Ok(ExitCode::SUCCESS)
         }
-        EventsCommand::Encode { specs, target } => {
+        EventsCommand::Encode {
+            specs,
+            config,
+            target,
+        } => {
+            if specs.is_empty() && config.is_none() {
+                bail!(
+                    "events encode: nothing to encode: give events in perf syntax (SPEC...) or a \
+                     nanoBench config (--config FILE)"
+                );
+            }
+            // A bad file is a usage error (2), before anything is printed.
+            let config = match &config {
+                Some(path) => Some((path, content::load_nanobench_config(path)?.1)),
+                None => None,
+            };
             let t = events_cli::target(
                 target.cpu.as_deref(),
                 target.core_type.as_deref(),
                 target.perfmon.as_deref(),
             )?;
-            let ok = events_cli::encode_cmd(&specs, &t, target.format)?;
+            let config = config
+                .as_ref()
+                .map(|(path, events)| (path.as_path(), events.as_slice()));
+            let ok = events_cli::encode_cmd(&specs, config, &t, target.format)?;
             Ok(if ok {
                 ExitCode::SUCCESS
             } else {

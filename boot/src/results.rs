@@ -115,6 +115,9 @@ pub struct Machine {
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Config {
     pub events: Vec<String>,
+    /// How many events there are (`events` lists only as many as fit the record; null from a
+    /// kernel that did not say).
+    pub events_total: Option<u64>,
     pub reps: Option<u64>,
     pub warmup: Option<u64>,
     pub overhead: Option<String>,
@@ -264,6 +267,7 @@ impl Results {
                                 .filter_map(Value::as_str)
                                 .map(str::to_string)
                                 .collect(),
+                            events_total: r.u64("events_total"),
                             reps: r.u64("reps"),
                             warmup: r.u64("warmup"),
                             overhead: str_field(r, "overhead"),

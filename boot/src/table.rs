@@ -130,6 +130,14 @@ pub fn header(res: &Results) -> String {
         .chain(c.events.iter().map(String::as_str))
         .map(str::to_string)
         .collect();
+    // The kernel lists only as many names as fit its record (long nanoBench configs).
+    if let Some(more) = c
+        .events_total
+        .and_then(|n| n.checked_sub(c.events.len() as u64))
+        .filter(|&n| n > 0)
+    {
+        items.push(format!("(+{more} more below)"));
+    }
     if let Some(g) = c.groups.filter(|&g| g > 1) {
         items.push(format!("({g} groups, measured in turn)"));
     }
@@ -190,9 +198,18 @@ pub fn benchmark(b: &Benchmark) -> String {
         " Performance counter stats for '{}' ({what}; tsc in ticks):\n",
         b.title()
     );
+    // Wide enough for the longest name (nanoBench configs name events like
+    // `OFFCORE_RESPONSE.DEMAND_DATA_RD.ANY_RESPONSE`), so the counter column stays aligned.
+    let w_event = b
+        .typed
+        .iter()
+        .map(|r| r.event.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(W_EVENT);
     let _ = writeln!(
         out,
-        "{:>W_MEDIAN$} {:>W_MEAN$} {:>W_PCT$} {:>W_MIN$} {:>W_MAX$}  {:<W_EVENT$} counter",
+        "{:>W_MEDIAN$} {:>W_MEAN$} {:>W_PCT$} {:>W_MIN$} {:>W_MAX$}  {:<w_event$} counter",
         "median", "mean 20-80", "± stddev", "min", "max", "event"
     );
     // A reason shared by several rows (no counters at all) is printed once.
@@ -202,7 +219,7 @@ pub fn benchmark(b: &Benchmark) -> String {
             Some((s, _)) if r.supported => {
                 let _ = writeln!(
                     out,
-                    "{:>W_MEDIAN$} {:>W_MEAN$} {:>W_PCT$} {:>W_MIN$} {:>W_MAX$}  {:<W_EVENT$} {}",
+                    "{:>W_MEDIAN$} {:>W_MEAN$} {:>W_PCT$} {:>W_MIN$} {:>W_MAX$}  {:<w_event$} {}",
                     num(s.median),
                     num(s.mean_20_80),
                     pct(s.stddev, s.mean),
@@ -231,7 +248,7 @@ pub fn benchmark(b: &Benchmark) -> String {
                 last_reason = Some(full);
                 let _ = writeln!(
                     out,
-                    "{label:>W_MEDIAN$}{:pad$}{:<W_EVENT$} {reason}",
+                    "{label:>W_MEDIAN$}{:pad$}{:<w_event$} {reason}",
                     "",
                     r.event,
                     pad = NUMBERS - W_MEDIAN + 2
@@ -546,6 +563,37 @@ pub fn render(res: &Results, detail: bool) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_header_says_how_many_events_the_kernel_left_out() {
+        let records = crate::records::records_of_log(
+            r#"{"type":"bench_start","v":1,"payload":"p","bench":"b","iterations":10,"reps":3,"warmup":1,"overhead":"none","groups":2,"events":["A.B","C.D"],"events_total":285}"#,
+        );
+        let res = Results::from_records(&records);
+        assert_eq!(res.config.events_total, Some(285));
+        let h = header(&res);
+        assert!(
+            h.contains("events: tsc, A.B, C.D (+283 more below) (2 groups, measured in turn)"),
+            "{h}"
+        );
+        // All of them listed (or an older kernel that did not say): nothing added.
+        for tail in [r#""events_total":2}"#, "}"] {
+            let line = format!(
+                r#"{{"type":"bench_start","v":1,"payload":"p","bench":"b","iterations":10,"reps":3,"warmup":1,"overhead":"none","groups":1,"events":["A.B","C.D"]{}"#,
+                if tail == "}" {
+                    "}".to_string()
+                } else {
+                    format!(",{tail}")
+                }
+            );
+            let res = Results::from_records(&crate::records::records_of_log(&line));
+            assert!(
+                header(&res).contains("events: tsc, A.B, C.D\n"),
+                "{}",
+                header(&res)
+            );
+        }
+    }
 
     #[test]
     fn long_lists_wrap_under_the_first_item() {

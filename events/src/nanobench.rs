@@ -38,6 +38,11 @@ use crate::cpu::Vendor;
 use crate::encode::{self, EncodeError};
 use crate::event::{EventDesc, EventSelect, EventSpec, ExtraMsr, Modifiers, Source};
 
+/// The ramdisk member baremark packs a nanoBench config as (`--config FILE`); the kernel reads
+/// it with [`parse_config`] and counts its events beside the `events` list of `run.cfg`
+/// (docs/run-config.md). Here because the host tool and the kernel must agree on it.
+pub const CONFIG_MEMBER: &str = "events/nanobench.cfg";
+
 /// What `nanoBench.sh` counts by default (`-usr 1 -os 0`): user mode only.
 pub const NANOBENCH_USER: Modifiers = Modifiers::USER;
 

@@ -285,8 +285,18 @@ pub struct EachEvent {
     pub group: Option<usize>,
     /// Modifiers apply to it (its own or its group's).
     pub has_modifiers: bool,
+    /// Its `name=` term (`cpu/event=0x0e,umask=0x01,name=UOPS_ISSUED.ANY/`): what results
+    /// call it, as perf does, whether or not it resolves on this PMU.
+    pub name: Option<String>,
     /// The event, or why it does not resolve on this PMU.
     pub resolved: Result<Spec, ParseError>,
+}
+
+impl EachEvent {
+    /// What results call the event: its `name=` term, else the event as typed.
+    pub fn display_name(&self) -> &str {
+        self.name.as_deref().unwrap_or(&self.text)
+    }
 }
 
 /// Checks the syntax of the whole list (an error anywhere is the list's error), then resolves
@@ -316,6 +326,7 @@ pub fn parse_each(
                 position: item.start,
                 group,
                 has_modifiers: item.mods.is_some(),
+                name: item.name_term().map(String::from),
                 resolved: r.item(item),
             });
         }
@@ -597,6 +608,19 @@ struct Item<'a> {
     ev: Ev<'a>,
     /// Effective modifier letters (after a group's); `None`: none written.
     mods: Option<Mods>,
+}
+
+impl<'a> Item<'a> {
+    /// The `name=` term of a `pmu/.../` event.
+    fn name_term(&self) -> Option<&'a str> {
+        match &self.ev {
+            Ev::Pmu { terms, .. } => terms.iter().find_map(|t| match t.value {
+                Value::Str(s) => Some(s),
+                Value::Num(_) => None,
+            }),
+            _ => None,
+        }
+    }
 }
 
 struct GroupAst<'a> {
@@ -1269,6 +1293,51 @@ mod tests {
         // A syntax error anywhere is the list's.
         let e = parse_each("cycles,,nosuch", &skx(), None).unwrap_err();
         assert!(matches!(e.kind, ErrorKind::Syntax(_)), "{e:?}");
+    }
+
+    #[test]
+    fn name_terms_name_the_event_even_when_it_does_not_resolve() {
+        let each = parse_each(
+            "cpu/event=0x0e,umask=0x01,name=UOPS_ISSUED.ANY/u, cpu/name='a b',event=0xc0/,              cpu/event=0x1c0,name=\"too wide\"/, cycles:u, r01c2, cpu/event=0x3c/",
+            &skx(),
+            None,
+        )
+        .unwrap();
+        let names: Vec<Option<&str>> = each.iter().map(|e| e.name.as_deref()).collect();
+        assert_eq!(
+            names,
+            [
+                Some("UOPS_ISSUED.ANY"),
+                Some("a b"),
+                Some("too wide"),
+                None,
+                None,
+                None
+            ]
+        );
+        let shown: Vec<&str> = each.iter().map(EachEvent::display_name).collect();
+        assert_eq!(
+            shown,
+            [
+                "UOPS_ISSUED.ANY",
+                "a b",
+                "too wide",
+                "cycles:u",
+                "r01c2",
+                "cpu/event=0x3c/"
+            ]
+        );
+        // The name does not change what is counted; the text stays as typed.
+        let s = each[0].resolved.as_ref().unwrap();
+        assert_eq!(s.event.name, "UOPS_ISSUED.ANY");
+        assert_eq!(s.event.select, EventSelect::new(0x0e, 0x01));
+        assert!(s.modifiers.usr && !s.modifiers.os);
+        assert_eq!(
+            each[0].text,
+            "cpu/event=0x0e,umask=0x01,name=UOPS_ISSUED.ANY/u"
+        );
+        // Intel event codes have 8 bits: it does not resolve, but keeps its name.
+        assert!(each[2].resolved.is_err());
     }
     fn spr() -> PmuCaps {
         caps("GenuineIntel-6-8F")

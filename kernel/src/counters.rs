@@ -53,6 +53,16 @@ impl Msr for HwMsr {
 // The batched doors' limit is the switch plans' (a plan's lists are made with it).
 const _: () = assert!(hwmsr::BATCH_MAX == crate::pmu::switch::LIST_MAX);
 
+// The extra MSRs the harness plans events with are ones the MSR door lets the kernel write.
+const _: () = {
+    let msrs = crate::harness::plan::EXTRA_MSRS;
+    let mut i = 0;
+    while i < msrs.len() {
+        assert!(hwmsr::is_writable_by_kernel(msrs[i].0));
+        i += 1;
+    }
+};
+
 impl BatchMsr for HwMsr {
     type List = hwmsr::WriteList;
     fn list(&self, msrs: &[u32]) -> Result<hwmsr::WriteList, MsrFault> {

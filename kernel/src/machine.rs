@@ -162,23 +162,35 @@ pub fn run(boot_info: &'static mut BootInfo) -> ! {
     fatal::end(Status::Ok, None)
 }
 
-/// The harness settings of this run: the `events` list resolved for this PMU (with the event
-/// tables the host packed as `events/<cpu>.tab`, the one for this CPU is used), repetitions,
-/// warm-ups, overhead mode. A bad list or table is reported and the harness measures the TSC.
+/// The harness settings of this run: the `events` list and the nanoBench config the host
+/// packed as `events/nanobench.cfg`, resolved for this PMU (with the event tables the host
+/// packed as `events/<cpu>.tab`, the one for this CPU is used), repetitions, warm-ups,
+/// overhead mode. A bad list, config or table is reported, and what it would have added is not
+/// counted.
 fn harness_plan(
-    config: &RunConfig,
+    run: &RunConfig,
     ramdisk: &'static [u8],
     tsc_hz: Option<u64>,
 ) -> &'static crate::harness::session::RunPlan {
     let caps = crate::counters::with_pmu(|pmu, _| *pmu.backend.caps())
         .unwrap_or_else(|| events::pmu::PmuCaps::tsc_only(events::cpu::Vendor::Intel, None));
     let mut tables = alloc::vec::Vec::new();
+    let mut config = alloc::vec::Vec::new();
     for entry in crate::ramdisk::entries(ramdisk).map_while(Result::ok) {
         let in_events = if entry.prefix.is_empty() {
             entry.name.starts_with("events/")
         } else {
             entry.prefix == "events"
         };
+        let is_config = if entry.prefix.is_empty() {
+            entry.name == events::nanobench::CONFIG_MEMBER
+        } else {
+            in_events && entry.name == "nanobench.cfg"
+        };
+        if is_config {
+            config = nanobench_config(entry.data);
+            continue;
+        }
         let path_is_table = in_events && entry.name.ends_with(".tab");
         if !path_is_table {
             continue;
@@ -193,31 +205,72 @@ fn harness_plan(
             }),
         }
     }
-    let events = crate::harness::plan::plan_for(
-        config.events.as_deref().unwrap_or(""),
+    let platform = crate::harness::plan::Platform {
+        emulated: crate::counters::emulated(),
+        extra_msrs: extra_msrs_present(&caps),
+    };
+    let events = crate::harness::plan::plan_with(
+        run.events.as_deref().unwrap_or(""),
+        &config,
         &caps,
         &tables,
-        crate::counters::emulated(),
+        &platform,
     );
     if let Some(e) = &events.error {
         record("harness_error", |r| {
             r.null("payload").null("bench").fmt(
                 "message",
                 format_args!(
-                    "events `{}`: {e}; only the TSC is measured",
-                    config.events.as_deref().unwrap_or("")
+                    "events `{}`: {e}; none of its events is measured",
+                    run.events.as_deref().unwrap_or("")
                 ),
             )
         });
     }
     alloc::boxed::Box::leak(alloc::boxed::Box::new(crate::harness::session::RunPlan {
-        reps: config.reps,
-        warmup: config.warmup,
-        overhead: config.overhead,
+        reps: run.reps,
+        warmup: run.warmup,
+        overhead: run.overhead,
         events,
         tsc_hz,
-        emulated: crate::counters::emulated(),
+        emulated: platform.emulated,
     }))
+}
+
+/// The events of the nanoBench config member; a `harness_error` record (and none of its
+/// events) if it is not UTF-8 or does not parse. The host checked it, so this is a ramdisk
+/// made by other means.
+fn nanobench_config(data: &[u8]) -> alloc::vec::Vec<events::nanobench::NanoBenchEvent> {
+    let member = events::nanobench::CONFIG_MEMBER;
+    let parsed = core::str::from_utf8(data)
+        .map_err(|e| alloc::format!("not UTF-8 at byte offset {}", e.valid_up_to()))
+        .and_then(|text| events::nanobench::parse_config(text).map_err(|e| alloc::format!("{e}")));
+    parsed.unwrap_or_else(|message| {
+        record("harness_error", |r| {
+            r.null("payload").null("bench").fmt(
+                "message",
+                format_args!("{member}: {message}; none of its events is measured"),
+            )
+        });
+        alloc::vec::Vec::new()
+    })
+}
+
+/// Which of the extra MSRs events may need (`plan::EXTRA_MSRS`) this CPU has: on an Intel PMU,
+/// those whose RDMSR does not raise #GP (they are model specific: offcore response from
+/// Nehalem, the frontend MSR from Skylake, and a hypervisor may lack any of them).
+fn extra_msrs_present(caps: &events::pmu::PmuCaps) -> u8 {
+    if !matches!(caps.kind, events::pmu::PmuKind::IntelArch { .. }) {
+        return 0;
+    }
+    crate::counters::with_pmu(|_, msr| {
+        crate::harness::plan::EXTRA_MSRS
+            .iter()
+            .enumerate()
+            .filter(|(_, (m, _))| crate::pmu::msr::Msr::read(msr, *m).is_ok())
+            .fold(0u8, |set, (i, _)| set | (1 << i))
+    })
+    .unwrap_or(0)
 }
 
 fn report_boot(facts: &BootFacts, config: &RunConfig, members: usize, tsc_at_entry: u64) {

@@ -18,6 +18,16 @@
 //!   repetition anyway: it gets [`Status::Tsc`] and no counter, so it is not measured twice.
 //! - Names the catalogue does not know are looked up in the event tables whose target is this
 //!   CPU (see [`table_matches`]).
+//! - An event is reported under its `name=` term when it has one
+//!   (`cpu/event=0x0e,umask=0x01,name=UOPS_ISSUED.ANY/` is `UOPS_ISSUED.ANY`), as perf does.
+//! - The lines of a nanoBench config (`events::nanobench`, the ramdisk's
+//!   `events/nanobench.cfg`) are planned after the list, under their names, counted in user
+//!   mode as nanoBench.sh counts; their `CTR=n` pins the event to GP counter n and
+//!   `TakenAlone` gives it a group of its own (both `events::assign`).
+//! - An event with an extra MSR (offcore response 0x1A6/0x1A7, load latency 0x3F6, frontend
+//!   0x3F7) is counted only on an Intel PMU whose CPU has that MSR ([`Platform`]); its group
+//!   carries the MSR's value ([`Plan::group_msrs`]), written when the group's events are
+//!   loaded.
 
 use alloc::format;
 use alloc::string::{String, ToString};
@@ -27,7 +37,8 @@ use alloc::vec::Vec;
 use events::assign::{self, Counter};
 use events::cpu::Vendor;
 use events::encode::gp_event_select;
-use events::event::{EventDesc, EventSpec, NamedEvents};
+use events::event::{EventDesc, EventSpec, ExtraMsr, NamedEvents};
+use events::nanobench::{NANOBENCH_USER, NanoBenchEvent};
 use events::parse;
 use events::pmu::{PmuCaps, PmuKind};
 use events::table::EventTable;
@@ -59,14 +70,22 @@ pub enum Status {
     Unsupported { reason: String },
 }
 
-/// One event of the list, in list order.
+/// Where an event was asked for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Origin {
+    /// The `events` list, at this byte offset.
+    List(usize),
+    /// The nanoBench config, at this line (1-based).
+    Config(usize),
+}
+
+/// One event of the list, in list order (then the config's, in line order).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PlannedEvent {
-    /// The event as written, with its own modifiers but not its `{}` group's
-    /// (`instructions:u`).
+    /// What results call it: its `name=` term, else the event as written, with its own
+    /// modifiers but not its `{}` group's (`instructions:u`); a config line's name.
     pub name: String,
-    /// Byte offset of `name` in the list.
-    pub position: usize,
+    pub origin: Origin,
     /// The `{}` group it was written in: its index among the list's `{}` groups.
     pub explicit_group: Option<usize>,
     /// [`UNIT_EVENTS`], or [`UNIT_TSC`] for `tsc`.
@@ -83,6 +102,9 @@ pub struct Plan {
     /// counter 0. A counter no event of the group uses (only when a constraint forces a gap)
     /// holds 0: neither USR nor OS, which counts nothing.
     pub groups: Vec<Vec<u64>>,
+    /// Per group (as many as `groups`), the extra MSRs its events need, `(msr, value)`, at
+    /// most one value per MSR (`events::assign` keeps events needing two apart).
+    pub group_msrs: Vec<Vec<(u32, u64)>>,
     /// The list did not parse: `at column N: message`; then there are no events and no groups.
     pub error: Option<String>,
 }
@@ -131,44 +153,94 @@ impl NamedEvents for Tables<'_> {
     }
 }
 
-/// Plans `spec` for `caps`, with the names of those `tables` that match the CPU. An empty (or
-/// blank) list is an empty plan.
+/// The extra MSRs baremark programs with an event, in the order of [`Platform::extra_msrs`],
+/// with their SDM names. The hw crate's MSR allow-list has the same four.
+pub const EXTRA_MSRS: [(u32, &str); 4] = [
+    (0x1a6, "MSR_OFFCORE_RSP_0"),
+    (0x1a7, "MSR_OFFCORE_RSP_1"),
+    (0x3f6, "MSR_PEBS_LD_LAT"),
+    (0x3f7, "MSR_PEBS_FRONTEND"),
+];
+
+/// What the machine adds to the PMU's capabilities.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Platform {
+    /// The counters are QEMU's emulated PMU: events it does not model are unsupported rather
+    /// than counted as a register that never moves.
+    pub emulated: bool,
+    /// Which of [`EXTRA_MSRS`] this CPU has (bit i: `EXTRA_MSRS[i]`; the kernel reads each at
+    /// boot, and one that raises #GP is absent).
+    pub extra_msrs: u8,
+}
+
+impl Platform {
+    /// All four extra MSRs present (tests of Intel hardware).
+    pub const WITH_EXTRA_MSRS: Platform = Platform {
+        emulated: false,
+        extra_msrs: 0b1111,
+    };
+
+    fn has_msr(&self, msr: u32) -> bool {
+        EXTRA_MSRS
+            .iter()
+            .position(|&(m, _)| m == msr)
+            .is_some_and(|i| self.extra_msrs & (1 << i) != 0)
+    }
+}
+
+fn msr_name(msr: u32) -> String {
+    match EXTRA_MSRS.iter().find(|&&(m, _)| m == msr) {
+        Some((_, name)) => format!("MSR {msr:#x} ({name})"),
+        None => format!("MSR {msr:#x}"),
+    }
+}
+
+/// Plans `spec` for `caps`, with the names of those `tables` that match the CPU, on hardware
+/// without the extra MSRs. An empty (or blank) list is an empty plan.
 pub fn plan(spec: &str, caps: &PmuCaps, tables: &[EventTable]) -> Plan {
-    plan_for(spec, caps, tables, false)
+    plan_with(spec, &[], caps, tables, &Platform::default())
 }
 
-/// [`plan`], where `emulated` says the counters are QEMU's emulated PMU: events it does not
-/// model are unsupported rather than counted as a register that never moves.
-pub fn plan_for(spec: &str, caps: &PmuCaps, tables: &[EventTable], emulated: bool) -> Plan {
-    if spec.trim().is_empty() {
-        return Plan::default();
+/// Plans the events of the `spec` list, then the lines of a nanoBench `config` (counted in
+/// user mode, [`NANOBENCH_USER`]), for `caps` on `platform`, with the names of those `tables`
+/// that match the CPU. A list that does not parse is [`Plan::error`] and none of its events is
+/// planned; the config's still are.
+pub fn plan_with(
+    spec: &str,
+    config: &[NanoBenchEvent],
+    caps: &PmuCaps,
+    tables: &[EventTable],
+    platform: &Platform,
+) -> Plan {
+    let mut entries = Vec::new();
+    let mut error = None;
+    if !spec.trim().is_empty() {
+        let tables = Tables(tables.iter().filter(|t| table_matches(t, caps)).collect());
+        let named: Option<&dyn NamedEvents> = (!tables.0.is_empty()).then_some(&tables as _);
+        // The list's syntax is checked as a whole; each event is then resolved on its own, so
+        // an event this PMU cannot count does not spoil the others.
+        match parse::parse_each(spec, caps, named) {
+            Ok(each) => entries.extend(each.into_iter().map(|e| resolve(e, caps, platform))),
+            Err(e) => error = Some(e.to_string()),
+        }
     }
-    let tables = Tables(tables.iter().filter(|t| table_matches(t, caps)).collect());
-    let named: Option<&dyn NamedEvents> = (!tables.0.is_empty()).then_some(&tables as _);
-    // The list's syntax is checked as a whole; each event is then resolved on its own, so an
-    // event this PMU cannot count does not spoil the others.
-    match parse::parse_each(spec, caps, named) {
-        Ok(each) => place(
-            each.into_iter()
-                .map(|e| resolve(e, caps, emulated))
-                .collect(),
-            caps,
-        ),
-        Err(e) => failed(e.to_string()),
+    entries.extend(config.iter().map(|e| resolve_config(e, caps, platform)));
+    if entries.is_empty() {
+        return Plan {
+            error,
+            ..Plan::default()
+        };
     }
-}
-
-fn failed(error: String) -> Plan {
     Plan {
-        error: Some(error),
-        ..Plan::default()
+        error,
+        ..place(entries, caps, platform)
     }
 }
 
 /// An event after resolution.
 struct Entry {
     name: String,
-    position: usize,
+    origin: Origin,
     explicit_group: Option<usize>,
     outcome: Outcome,
 }
@@ -194,6 +266,13 @@ fn tsc_only_reason(caps: &PmuCaps) -> String {
 fn emulated_blocker(spec: &EventSpec, caps: &PmuCaps) -> Option<String> {
     let d = &spec.event;
     let s = &d.select;
+    if let Some(x) = d.extra {
+        return Some(format!(
+            "the emulated PMU (QEMU TCG model) has no {}: `{}` needs it",
+            msr_name(x.msr),
+            d.name
+        ));
+    }
     let modelled = if d.has_gp_encoding() {
         if s.umask2 != 0 || s.in_tx || s.any_thread {
             false
@@ -214,7 +293,9 @@ fn emulated_blocker(spec: &EventSpec, caps: &PmuCaps) -> Option<String> {
     })
 }
 
-fn resolve(e: parse::EachEvent, caps: &PmuCaps, emulated: bool) -> Entry {
+fn resolve(e: parse::EachEvent, caps: &PmuCaps, platform: &Platform) -> Entry {
+    let emulated = platform.emulated;
+    let name = String::from(e.display_name());
     let base = e.text.split(':').next().unwrap_or(&e.text);
     let outcome = if base == "tsc" {
         if !e.has_modifiers {
@@ -239,16 +320,64 @@ fn resolve(e: parse::EachEvent, caps: &PmuCaps, emulated: bool) -> Entry {
         }
     };
     Entry {
-        name: e.text,
-        position: e.position,
+        name,
+        origin: Origin::List(e.position),
         explicit_group: e.group,
         outcome,
     }
 }
 
+/// A line of a nanoBench config, counted as nanoBench.sh counts it (user mode).
+fn resolve_config(e: &NanoBenchEvent, caps: &PmuCaps, platform: &Platform) -> Entry {
+    let spec = e.event_spec(NANOBENCH_USER);
+    let s = &spec.event.select;
+    let outcome = if caps.kind == PmuKind::TscOnly {
+        Outcome::Unsupported(tsc_only_reason(caps))
+    } else if let Err(err) = gp_event_select(caps.vendor, s, &spec.modifiers, false) {
+        Outcome::Unsupported(format!("`{}`: {err}", e.config))
+    } else if s.any_thread && !caps.any_thread {
+        Outcome::Unsupported(String::from(
+            "AnyT (AnyThread) needs an Intel v3/v4 PMU that has not deprecated it",
+        ))
+    } else {
+        match platform
+            .emulated
+            .then(|| emulated_blocker(&spec, caps))
+            .flatten()
+        {
+            Some(reason) => Outcome::Unsupported(reason),
+            None => Outcome::Spec(spec),
+        }
+    };
+    Entry {
+        name: e.name.clone(),
+        origin: Origin::Config(e.line),
+        explicit_group: None,
+        outcome,
+    }
+}
+
 /// Why an event cannot go on a task's counters whatever else is counted, if it cannot.
-fn task_blocker(spec: &EventSpec, caps: &PmuCaps) -> Option<String> {
+fn task_blocker(spec: &EventSpec, caps: &PmuCaps, platform: &Platform) -> Option<String> {
     let d = &spec.event;
+    if let Some(x) = d.extra {
+        let what = msr_name(x.msr);
+        if !EXTRA_MSRS.iter().any(|&(m, _)| m == x.msr) {
+            return Some(format!(
+                "it needs {what} programmed with its event select, which baremark does not write"
+            ));
+        }
+        if caps.vendor != Vendor::Intel {
+            return Some(format!(
+                "it needs {what} programmed with its event select, an Intel MSR this AMD PMU does not have"
+            ));
+        }
+        if !platform.has_msr(x.msr) {
+            return Some(format!(
+                "it needs {what} programmed with its event select, and this CPU does not have it (reading it raised #GP)"
+            ));
+        }
+    }
     if !d.has_gp_encoding() {
         return match d.fixed {
             Some(i) if caps.has_fixed(i) => None,
@@ -258,19 +387,13 @@ fn task_blocker(spec: &EventSpec, caps: &PmuCaps) -> Option<String> {
             None => Some(String::from("it has no GP encoding")),
         };
     }
-    if let Some(x) = d.extra {
-        return Some(format!(
-            "it needs MSR {:#x} programmed besides its event select, which task counters do not do yet",
-            x.msr
-        ));
-    }
     if caps.gp_counters == 0 && !d.fixed.is_some_and(|i| caps.has_fixed(i)) {
         return Some(String::from("this PMU has no GP counters"));
     }
     None
 }
 
-fn place(entries: Vec<Entry>, caps: &PmuCaps) -> Plan {
+fn place(entries: Vec<Entry>, caps: &PmuCaps, platform: &Platform) -> Plan {
     // No more slots than a task has: the fixed counters first, the GP counters in the rest.
     let fixed = caps.fixed_mask.count_ones() as usize;
     let gp_caps = PmuCaps {
@@ -298,13 +421,22 @@ fn place(entries: Vec<Entry>, caps: &PmuCaps) -> Plan {
                     reason: reason.clone(),
                 });
             }
-            Outcome::Spec(spec) => match task_blocker(spec, &gp_caps) {
+            Outcome::Spec(spec) => match task_blocker(spec, &gp_caps, platform) {
                 Some(reason) => status[i] = Some(Status::Unsupported { reason }),
                 None => {
                     if let Some(g) = e.explicit_group {
                         groups[g].push(specs.len());
                     }
-                    specs.push(spec.clone());
+                    let mut spec = spec.clone();
+                    // An alternative encoding whose MSR this CPU lacks is no alternative.
+                    if spec
+                        .event
+                        .alt
+                        .is_some_and(|(_, x)| !platform.has_msr(x.msr))
+                    {
+                        spec.event.alt = None;
+                    }
+                    specs.push(spec);
                     entry_of.push(i);
                 }
             },
@@ -317,6 +449,7 @@ fn place(entries: Vec<Entry>, caps: &PmuCaps) -> Plan {
         });
     }
     let mut configs_out: Vec<Vec<u64>> = Vec::new();
+    let mut msrs_out: Vec<Vec<(u32, u64)>> = Vec::new();
     for slice in &assignment.slices {
         let width = slice
             .placements
@@ -328,6 +461,7 @@ fn place(entries: Vec<Entry>, caps: &PmuCaps) -> Plan {
             .max()
             .unwrap_or(0);
         let mut configs = vec![0u64; width];
+        let mut msrs: Vec<(u32, u64)> = Vec::new();
         let mut members: Vec<(usize, usize, Counter, u64)> = Vec::new();
         // GP counters at their own index, then the fixed counters after them, in order.
         let mut placements: Vec<&assign::Placement> = slice.placements.iter().collect();
@@ -335,13 +469,12 @@ fn place(entries: Vec<Entry>, caps: &PmuCaps) -> Plan {
         for p in placements {
             let i = entry_of[p.event];
             let spec = &specs[p.event];
+            let (select, extra) = assign::encoding(&spec.event, p.uses_alt);
             let encoded = match p.counter {
                 // EN and INT clear: the kernel starts the counters, and never samples.
-                Counter::Gp(n) => {
-                    gp_event_select(caps.vendor, &spec.event.select, &spec.modifiers, false)
-                        .map(|c| (usize::from(n), c))
-                        .map_err(|e| e.to_string())
-                }
+                Counter::Gp(n) => gp_event_select(caps.vendor, &select, &spec.modifiers, false)
+                    .map(|c| (usize::from(n), c))
+                    .map_err(|e| e.to_string()),
                 Counter::Fixed(n) => {
                     configs.push(0);
                     Ok((configs.len() - 1, fixed_entry(n, &spec.modifiers)))
@@ -351,6 +484,9 @@ fn place(entries: Vec<Entry>, caps: &PmuCaps) -> Plan {
                 Ok((slot, config)) => {
                     configs[slot] = config;
                     members.push((i, slot, p.counter, config));
+                    if let Some(ExtraMsr { msr, value }) = extra {
+                        add_msr(&mut msrs, msr, value);
+                    }
                 }
                 Err(reason) => status[i] = Some(Status::Unsupported { reason }),
             }
@@ -380,6 +516,7 @@ fn place(entries: Vec<Entry>, caps: &PmuCaps) -> Plan {
             });
         }
         configs_out.push(configs);
+        msrs_out.push(msrs);
     }
     let events = entries
         .into_iter()
@@ -395,7 +532,7 @@ fn place(entries: Vec<Entry>, caps: &PmuCaps) -> Plan {
                     UNIT_EVENTS
                 },
                 name: e.name,
-                position: e.position,
+                origin: e.origin,
                 explicit_group: e.explicit_group,
                 status,
             }
@@ -404,7 +541,16 @@ fn place(entries: Vec<Entry>, caps: &PmuCaps) -> Plan {
     Plan {
         events,
         groups: configs_out,
+        group_msrs: msrs_out,
         error: None,
+    }
+}
+
+/// Adds `msr = value` to a group's extra MSRs (once; `events::assign` never puts two values of
+/// one MSR in a slice).
+fn add_msr(msrs: &mut Vec<(u32, u64)>, msr: u32, value: u64) {
+    if !msrs.iter().any(|&(m, _)| m == msr) {
+        msrs.push((msr, value));
     }
 }
 
@@ -426,6 +572,11 @@ mod tests {
         caps("GenuineIntel-6-55")
     }
 
+    const EMULATED: Platform = Platform {
+        emulated: true,
+        extra_msrs: 0,
+    };
+
     fn reason_of(p: &Plan, i: usize) -> &str {
         match &p.events[i].status {
             Status::Unsupported { reason } => reason,
@@ -436,7 +587,7 @@ mod tests {
     #[test]
     fn the_emulated_pmu_counts_only_the_events_it_models() {
         let spec = "cycles,instructions,branches,ref-cycles,branch-misses,cache-misses,r01c2,cycles:u,instructions:k";
-        let p = plan_for(spec, &skx(), &[], true);
+        let p = plan_with(spec, &[], &skx(), &[], &EMULATED);
         for i in [0, 1, 2, 3, 7, 8] {
             assert!(
                 matches!(p.events[i].status, Status::Counted { .. }),
@@ -453,7 +604,7 @@ mod tests {
             );
         }
         // The same list on hardware counts them all.
-        let hw = plan_for(spec, &skx(), &[], false);
+        let hw = plan(spec, &skx(), &[]);
         assert!(
             hw.events
                 .iter()
@@ -461,11 +612,12 @@ mod tests {
         );
         // AMD: branch misses (0xC3) are not modelled either; the three others are.
         let amd = caps("AuthenticAMD-15-107");
-        let p = plan_for(
+        let p = plan_with(
             "cycles,instructions,branches,branch-misses",
+            &[],
             &amd,
             &[],
-            true,
+            &EMULATED,
         );
         for e in &p.events[..3] {
             assert!(matches!(e.status, Status::Counted { .. }), "{}", e.name);
@@ -477,8 +629,31 @@ mod tests {
     /// `counters_configure` takes, each counted event's config is its group's value at its
     /// slot on the counter of that index, and nothing is reported as counted that is not.
     fn checked(spec: &str, caps: &PmuCaps, tables: &[EventTable]) -> Plan {
-        let p = plan(spec, caps, tables);
-        assert_eq!(p, plan(spec, caps, tables), "deterministic");
+        checked_with(spec, &[], caps, tables, &Platform::default())
+    }
+
+    /// [`checked`] with a nanoBench config and a platform; also: each group's extra MSRs are
+    /// the ones its counted events need, one value per MSR.
+    fn checked_with(
+        spec: &str,
+        config: &[NanoBenchEvent],
+        caps: &PmuCaps,
+        tables: &[EventTable],
+        platform: &Platform,
+    ) -> Plan {
+        let p = plan_with(spec, config, caps, tables, platform);
+        assert_eq!(
+            p,
+            plan_with(spec, config, caps, tables, platform),
+            "deterministic"
+        );
+        assert_eq!(p.group_msrs.len(), p.groups.len());
+        for msrs in &p.group_msrs {
+            for (i, &(m, _)) in msrs.iter().enumerate() {
+                assert!(platform.has_msr(m), "{m:#x} is not on this platform");
+                assert!(!msrs[..i].iter().any(|&(n, _)| n == m), "{m:#x} twice");
+            }
+        }
         for (g, configs) in p.groups.iter().enumerate() {
             assert!(
                 parse_counter_config(caps.vendor, caps, configs).is_ok(),
@@ -730,7 +905,10 @@ mod tests {
         assert!(reason(&p, "tsc:u").contains("no modifiers"));
         // `tsc` in a group with modifiers: unsupported; the cycles beside it are counted.
         assert!(matches!(p.events[8].status, Status::Unsupported { .. }));
-        assert_eq!(p.events[8].position, spec.find("{tsc").unwrap() + 1);
+        assert_eq!(
+            p.events[8].origin,
+            Origin::List(spec.find("{tsc").unwrap() + 1)
+        );
         assert_eq!(group(&p, "instructions"), 0);
         // `cycles` on fixed 1 and `cycles:k` on GP 0 (fixed 1 is taken); instructions and
         // ref-cycles on fixed 0 and 2.
@@ -825,6 +1003,278 @@ mod tests {
         assert!(table_matches(&other[2], &stepped));
         assert!(table_matches(&skx_table(), &stepped));
         assert!(!table_matches(&other[1], &caps));
+    }
+
+    #[test]
+    fn an_event_with_a_name_term_is_reported_under_that_name() {
+        let caps = skx();
+        let spec = "cpu/event=0xc0,umask=0x0,name=INST_RETIRED.ANY_P/u,cpu/event=0x1c0,name='too wide'/,cycles:u";
+        let p = checked(spec, &caps, &[]);
+        let names: Vec<&str> = p.events.iter().map(|e| e.name.as_str()).collect();
+        assert_eq!(names, ["INST_RETIRED.ANY_P", "too wide", "cycles:u"]);
+        assert_eq!(config(&p, "INST_RETIRED.ANY_P"), 0x0100c0);
+        assert!(reason(&p, "too wide").contains("out of range"));
+    }
+
+    fn nb(text: &str) -> Vec<NanoBenchEvent> {
+        events::nanobench::parse_config(text).unwrap()
+    }
+
+    /// The config value of a counted event, and its group's extra MSRs.
+    fn msrs_of<'a>(p: &'a Plan, name: &str) -> &'a [(u32, u64)] {
+        &p.group_msrs[group(p, name)]
+    }
+
+    #[test]
+    fn nanobench_config_lines_are_planned_after_the_list_under_their_names() {
+        let caps = skx();
+        let cfg = nb(
+            "# counted in user mode\nC0.00 INST_RETIRED.ANY_P\n\nC4.00 BR_INST_RETIRED.ALL_BRANCHES\nB1.01.CMSK=1.INV UOPS_EXECUTED.STALL_CYCLES\n",
+        );
+        let p = checked_with("cycles", &cfg, &caps, &[], &Platform::default());
+        let got: Vec<(&str, Origin)> = p
+            .events
+            .iter()
+            .map(|e| (e.name.as_str(), e.origin))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("cycles", Origin::List(0)),
+                ("INST_RETIRED.ANY_P", Origin::Config(2)),
+                ("BR_INST_RETIRED.ALL_BRANCHES", Origin::Config(4)),
+                ("UOPS_EXECUTED.STALL_CYCLES", Origin::Config(5)),
+            ]
+        );
+        // What nanoBench programs (nanobench::perfevtsel, user mode), without EN: the kernel
+        // starts the counters. On GP counters, as nanoBench counts them.
+        for e in &cfg {
+            let want = e.perfevtsel(Vendor::Intel, &NANOBENCH_USER).unwrap() & !bits::EN;
+            assert_eq!(config(&p, &e.name), want, "{}", e.name);
+            match status(&p, &e.name) {
+                Status::Counted { counter, .. } => assert!(counter.starts_with("gp"), "{counter}"),
+                s => panic!("{s:?}"),
+            }
+        }
+        assert_eq!(config(&p, "UOPS_EXECUTED.STALL_CYCLES"), 0x0181_01b1);
+        assert_eq!(config(&p, "INST_RETIRED.ANY_P"), 0x0100c0);
+        assert_eq!(p.groups.len(), 1);
+        assert_eq!(p.group_msrs, vec![Vec::<(u32, u64)>::new()]);
+        // The config alone, and a list that does not parse beside it.
+        let p = checked_with("", &cfg, &caps, &[], &Platform::default());
+        assert_eq!(p.events.len(), 3);
+        let p = checked_with("cycles,,", &cfg, &caps, &[], &Platform::default());
+        assert!(p.error.as_deref().unwrap().starts_with("at column 8"));
+        assert_eq!(p.events.len(), 3);
+        assert_eq!(p.events[0].name, "INST_RETIRED.ANY_P");
+    }
+
+    #[test]
+    fn ctr_pins_a_line_to_its_counter_and_taken_alone_counts_it_alone() {
+        let caps = skx();
+        let cfg = nb(
+            "C0.01.CTR=1 INST_RETIRED.PREC_DIST\nC4.00.CTR=1 BR.CTR1\n3C.00 CORE_CYCLES\nCD.01.TakenAlone ALONE\nC0.00.CTR=5 NO_SUCH_COUNTER\n",
+        );
+        let p = checked_with("", &cfg, &caps, &[], &Platform::default());
+        for name in ["INST_RETIRED.PREC_DIST", "BR.CTR1"] {
+            match status(&p, name) {
+                Status::Counted { slot, counter, .. } => {
+                    assert_eq!((*slot, counter.as_str()), (1, "gp1"), "{name}")
+                }
+                s => panic!("{name}: {s:?}"),
+            }
+        }
+        // Two events pinned to one counter cannot be counted together.
+        assert_ne!(group(&p, "INST_RETIRED.PREC_DIST"), group(&p, "BR.CTR1"));
+        let alone = group(&p, "ALONE");
+        assert_eq!(p.group_events(alone).len(), 1, "{p:?}");
+        assert!(
+            reason(&p, "NO_SUCH_COUNTER")
+                .starts_with("it may only use GP counter(s) 5 but this PMU has 4 GP counter(s)"),
+            "{}",
+            reason(&p, "NO_SUCH_COUNTER")
+        );
+        assert_eq!(p.groups.len(), 3);
+    }
+
+    #[test]
+    fn extra_msrs_go_with_their_group_where_the_cpu_has_them() {
+        let intel = skx();
+        let cfg = nb(
+            "CD.01.MSR_3F6H=0x10.TakenAlone LL16\nB7.01.MSR_RSP0=0x10001 OCR1\nB7.01.MSR_RSP0=0x20002 OCR2\nC6.01.MSR_PF=0x11 FE\nC0.00 INST\n",
+        );
+        let p = checked_with("", &cfg, &intel, &[], &Platform::WITH_EXTRA_MSRS);
+        assert_eq!(msrs_of(&p, "LL16"), [(0x3f6, 0x10)]);
+        assert_eq!(p.group_events(group(&p, "LL16")).len(), 1);
+        assert!(msrs_of(&p, "OCR1").contains(&(0x1a6, 0x10001)));
+        assert!(msrs_of(&p, "OCR2").contains(&(0x1a6, 0x20002)));
+        // One MSR, two values: not in one group.
+        assert_ne!(group(&p, "OCR1"), group(&p, "OCR2"));
+        assert!(msrs_of(&p, "FE").contains(&(0x3f7, 0x11)));
+        assert_eq!(config(&p, "OCR1"), 0x0101b7);
+        // A group without such events writes none.
+        let inst = group(&p, "INST");
+        let needs_msr = p
+            .group_events(inst)
+            .iter()
+            .any(|(_, e)| ["OCR1", "OCR2", "FE", "LL16"].contains(&e.name.as_str()));
+        assert_eq!(p.group_msrs[inst].is_empty(), !needs_msr);
+
+        // A CPU without them (RDMSR raised #GP): those lines alone are not counted.
+        let only_rsp = Platform {
+            emulated: false,
+            extra_msrs: 0b0011,
+        };
+        let p = checked_with("", &cfg, &intel, &[], &only_rsp);
+        assert!(
+            reason(&p, "LL16").contains("MSR 0x3f6 (MSR_PEBS_LD_LAT)")
+                && reason(&p, "LL16").contains("this CPU does not have it"),
+            "{}",
+            reason(&p, "LL16")
+        );
+        assert!(reason(&p, "FE").contains("MSR 0x3f7 (MSR_PEBS_FRONTEND)"));
+        assert_eq!(msrs_of(&p, "OCR1"), [(0x1a6, 0x10001)]);
+        group(&p, "INST");
+        // AMD has none of them; the emulated PMU models none.
+        let p = checked_with(
+            "",
+            &cfg,
+            &caps("AuthenticAMD-25-11"),
+            &[],
+            &Platform::WITH_EXTRA_MSRS,
+        );
+        assert!(reason(&p, "OCR1").contains("an Intel MSR this AMD PMU does not have"));
+        group(&p, "INST");
+        let p = checked_with("", &cfg, &intel, &[], &EMULATED);
+        assert!(reason(&p, "OCR1").contains("emulated PMU (QEMU TCG model) has no MSR 0x1a6"));
+        assert!(p.group_msrs.iter().all(Vec::is_empty));
+    }
+
+    #[test]
+    fn offcore_events_with_two_encodings_share_a_group_through_the_second_msr() {
+        let mut a = table_event("OCR.A", 0xb7, 0x01);
+        a.extra = Some(ExtraMsr {
+            msr: 0x1a6,
+            value: 0x1,
+        });
+        a.alt = Some((
+            0xbb,
+            ExtraMsr {
+                msr: 0x1a7,
+                value: 0x1,
+            },
+        ));
+        let mut b = table_event("OCR.B", 0xb7, 0x01);
+        b.extra = Some(ExtraMsr {
+            msr: 0x1a6,
+            value: 0x2,
+        });
+        b.alt = Some((
+            0xbb,
+            ExtraMsr {
+                msr: 0x1a7,
+                value: 0x2,
+            },
+        ));
+        let table = EventTable::new(vec![a, b])
+            .unwrap()
+            .with_target(Some(CpuModel::parse("GenuineIntel-6-55").unwrap()), None);
+        let tables = [table];
+        let p = checked_with(
+            "OCR.A,OCR.B",
+            &[],
+            &skx(),
+            &tables,
+            &Platform::WITH_EXTRA_MSRS,
+        );
+        assert_eq!(p.groups.len(), 1);
+        let mut msrs = p.group_msrs[0].clone();
+        msrs.sort_unstable();
+        let mut codes = [config(&p, "OCR.A") & 0xff, config(&p, "OCR.B") & 0xff];
+        codes.sort_unstable();
+        assert_eq!(codes, [0xb7, 0xbb], "one of them on its alternative code");
+        assert_eq!(msrs.len(), 2);
+        assert_eq!((msrs[0].0, msrs[1].0), (0x1a6, 0x1a7));
+        // Whichever is on 0xBB has its value in 0x1A7.
+        let on_bb = if config(&p, "OCR.A") & 0xff == 0xbb {
+            1
+        } else {
+            2
+        };
+        assert_eq!(msrs[1].1, on_bb);
+        // Without MSR 0x1A7 there is no alternative: two groups.
+        let rsp0 = Platform {
+            emulated: false,
+            extra_msrs: 0b0001,
+        };
+        let p = checked_with("OCR.A,OCR.B", &[], &skx(), &tables, &rsp0);
+        assert_eq!(p.groups.len(), 2);
+        assert_eq!(p.group_msrs[0], [(0x1a6, 1)]);
+        assert_eq!(p.group_msrs[1], [(0x1a6, 2)]);
+    }
+
+    #[test]
+    fn config_lines_this_pmu_cannot_count_say_why() {
+        // Sapphire Rapids (v5): AnyThread deprecated; Intel event selects have 8 bits.
+        let cfg = nb("0D.03.CMSK=1.AnyT ANY\n28A.01\nC0.00 INST\n");
+        let p = checked_with(
+            "",
+            &cfg,
+            &caps("GenuineIntel-6-8F"),
+            &[],
+            &Platform::default(),
+        );
+        assert!(
+            reason(&p, "ANY").starts_with("AnyT (AnyThread) needs"),
+            "{}",
+            reason(&p, "ANY")
+        );
+        assert!(
+            reason(&p, "28A.01").starts_with("`28A.01`: "),
+            "{}",
+            reason(&p, "28A.01")
+        );
+        assert!(
+            reason(&p, "28A.01").contains("out of range"),
+            "{}",
+            reason(&p, "28A.01")
+        );
+        group(&p, "INST");
+        // AMD takes the 12-bit code.
+        let p = checked_with(
+            "",
+            &cfg[1..],
+            &caps("AuthenticAMD-25-11"),
+            &[],
+            &Platform::default(),
+        );
+        assert_eq!(config(&p, "28A.01"), 0x2_0001_018a);
+        // TSC only: nothing is counted, each line says why.
+        let p = checked_with(
+            "",
+            &cfg,
+            &PmuCaps::tsc_only(Vendor::Intel, None),
+            &[],
+            &Platform::default(),
+        );
+        assert_eq!(p.events.len(), 3);
+        assert!(p.groups.is_empty());
+        assert!(reason(&p, "INST").starts_with("no programmable counters"));
+        // The emulated PMU counts only what it models.
+        let p = checked_with(
+            "",
+            &nb("C0.00 I\nC4.00 B\n0E.01 U\n"),
+            &skx(),
+            &[],
+            &EMULATED,
+        );
+        group(&p, "I");
+        group(&p, "B");
+        assert!(
+            reason(&p, "U").contains("does not model `U`"),
+            "{}",
+            reason(&p, "U")
+        );
     }
 
     #[test]

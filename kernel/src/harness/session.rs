@@ -50,6 +50,11 @@ impl RunPlan {
         self.events.groups.get(g).map_or(&[], |c| c.as_slice())
     }
 
+    /// The extra MSRs group `g`'s events need, `(msr, value)`: written with its events.
+    pub fn group_msrs(&self, g: usize) -> &[(u32, u64)] {
+        self.events.group_msrs.get(g).map_or(&[], |m| m.as_slice())
+    }
+
     /// What `bench_plan` writes.
     pub fn words(&self) -> [u64; PLAN_WORDS] {
         let overhead = match self.overhead {
@@ -465,15 +470,44 @@ fn stats_object<'a>(r: Record<'a>, key: &str, s: Option<&Stats>) -> Record<'a> {
     }
 }
 
+/// At most this many bytes of the `bench_start` record are event names: the rest of the
+/// record takes a few hundred, and a record line is at most `MAX_RECORD_LEN` (4096). A nanoBench
+/// config can name hundreds of events; `events_total` then says how many there are, and each
+/// `result` record names its own.
+const START_EVENTS_BUDGET: usize = 3000;
+
+/// The length of `s` as a JSON string's contents (escaped, without the quotes).
+fn escaped_len(s: &str) -> usize {
+    struct Count(usize);
+    impl fmt::Write for Count {
+        fn write_str(&mut self, s: &str) -> fmt::Result {
+            self.0 += s.len();
+            Ok(())
+        }
+    }
+    let mut c = Count(0);
+    let _ = crate::record::write_escaped(&mut c, s);
+    c.0
+}
+
 /// The `bench_start` record.
 pub fn emit_start(payload: &str, bench: &Bench, plan: &RunPlan, sink: &mut dyn Sink) {
-    let names: Vec<&str> = plan
+    let all: Vec<&str> = plan
         .events
         .events
         .iter()
         .filter(|e| e.status != Status::Tsc)
         .map(|e| e.name.as_str())
         .collect();
+    let mut used = 0;
+    let shown = all
+        .iter()
+        .take_while(|n| {
+            // The quotes and the comma.
+            used += escaped_len(n) + 3;
+            used <= START_EVENTS_BUDGET
+        })
+        .count();
     sink.record("bench_start", &mut |r| {
         r.str("payload", payload)
             .str("bench", &bench.name)
@@ -483,7 +517,8 @@ pub fn emit_start(payload: &str, bench: &Bench, plan: &RunPlan, sink: &mut dyn S
             .u64("warmup", u64::from(plan.warmup))
             .str("overhead", plan.overhead.name())
             .u64("groups", plan.groups() as u64)
-            .str_array("events", names.iter().copied())
+            .str_array("events", all[..shown].iter().copied())
+            .u64("events_total", all.len() as u64)
     });
 }
 
@@ -697,6 +732,40 @@ mod tests {
             .flat_map(|r| (0..stride).map(move |c| (r, c)))
             .map(|(r, c)| f(r, c))
             .collect()
+    }
+
+    #[test]
+    fn bench_start_names_as_many_events_as_fit_and_counts_them_all() {
+        let caps = PmuCaps::nominal(CpuModel::parse("GenuineIntel-6-55").unwrap());
+        // A nanoBench config of 300 lines with long names, as uops.info's are.
+        let text: String = (0..300)
+            .map(|i| std::format!("C0.00 OFFCORE_RESPONSE.DEMAND_DATA_RD.L3_MISS.\"N{i}\"\n"))
+            .collect();
+        let config = events::nanobench::parse_config(&text).unwrap();
+        let mut plan = run_plan("cycles:u", &caps, Overhead::None, 3);
+        plan.events = plan::plan_with("cycles:u", &config, &caps, &[], &plan::Platform::default());
+        let b = Bench::begin("big", 10, &plan).unwrap();
+        let mut sink = Collect {
+            records: Vec::new(),
+            lines: Vec::new(),
+        };
+        // (Collect refuses a record of 4096 bytes or more.)
+        emit_start("p", &b, &plan, &mut sink);
+        let start = &sink.records[0];
+        assert_eq!(start["events_total"], 301);
+        let names = start["events"].as_array().unwrap();
+        assert!(names.len() > 20 && names.len() < 301, "{}", names.len());
+        assert_eq!(names[0], "cycles:u");
+        assert_eq!(names[1], "OFFCORE_RESPONSE.DEMAND_DATA_RD.L3_MISS.\"N0\"");
+        // A short list is whole.
+        let plan = run_plan("cycles,instructions", &caps, Overhead::None, 3);
+        let b = Bench::begin("small", 10, &plan).unwrap();
+        emit_start("p", &b, &plan, &mut sink);
+        assert_eq!(
+            sink.records[1]["events"],
+            serde_json::json!(["cycles", "instructions"])
+        );
+        assert_eq!(sink.records[1]["events_total"], 2);
     }
 
     #[test]

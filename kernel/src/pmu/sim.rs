@@ -683,6 +683,58 @@ impl Msr for SimPmu {
     }
 }
 
+/// An Intel CPU's companion MSRs of events beside a simulated PMU: offcore response
+/// (0x1A6, 0x1A7), load latency (0x3F6) and frontend (0x3F7) as plain registers, which only
+/// filter what an event counts (the simulated counters count what the tests say); every other
+/// access goes to the PMU.
+pub struct WithEventMsrs {
+    pub pmu: SimPmu,
+    regs: [(u32, u64); 4],
+}
+
+impl WithEventMsrs {
+    pub fn new(pmu: SimPmu) -> WithEventMsrs {
+        WithEventMsrs {
+            pmu,
+            regs: [(0x1a6, 0), (0x1a7, 0), (0x3f6, 0), (0x3f7, 0)],
+        }
+    }
+
+    /// The value of companion MSR `msr` (panics for another MSR).
+    pub fn value(&self, msr: u32) -> u64 {
+        self.regs
+            .iter()
+            .find(|r| r.0 == msr)
+            .expect("an event MSR")
+            .1
+    }
+}
+
+impl Msr for WithEventMsrs {
+    fn read(&mut self, msr: u32) -> Result<u64, MsrFault> {
+        match self.regs.iter().find(|r| r.0 == msr) {
+            Some(&(_, v)) => Ok(v),
+            None => self.pmu.read(msr),
+        }
+    }
+
+    fn write(&mut self, msr: u32, value: u64) -> Result<(), MsrFault> {
+        match self.regs.iter_mut().find(|r| r.0 == msr) {
+            Some(r) => {
+                r.1 = value;
+                Ok(())
+            }
+            None => self.pmu.write(msr, value),
+        }
+    }
+
+    fn rdpmc(&mut self, ecx: u32) -> Result<u64, MsrFault> {
+        self.pmu.rdpmc(ecx)
+    }
+}
+
+impl super::switch::ReplayMsr for WithEventMsrs {}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -28,7 +28,7 @@ use events::pmu::{PmuCaps, PmuKind};
 
 use super::abi::EINVAL;
 use super::vcounter::{MAX_SLOTS, VcError, VirtualCounters};
-use crate::pmu::backend::{Counter, CounterSet, PmuBackend, PmuError};
+use crate::pmu::backend::{Counter, CounterSet, PmuBackend, PmuError, wr};
 use crate::pmu::msr::Msr;
 
 /// One hardware slot of a task: the counter and the event it counts.
@@ -257,6 +257,25 @@ pub fn release(
     Ok(())
 }
 
+/// Writes the extra MSRs a task's events need (`(msr, value)`: offcore response, load
+/// latency, frontend; `harness::plan::EXTRA_MSRS`), in order, through the kernel's MSR door
+/// and its allow-list. The first write the CPU refuses is the error.
+pub fn write_msrs(msr: &mut dyn Msr, msrs: &[(u32, u64)]) -> Result<(), PmuError> {
+    for &(m, v) in msrs {
+        wr(msr, m, v)?;
+    }
+    Ok(())
+}
+
+/// Clears the extra MSRs of a released configuration (0: what nanoBench leaves unwritten, and
+/// an offcore-response event then counts nothing), so no later event inherits a value.
+pub fn clear_msrs(msr: &mut dyn Msr, msrs: &[(u32, u64)]) -> Result<(), PmuError> {
+    for &(m, _) in msrs {
+        wr(msr, m, 0)?;
+    }
+    Ok(())
+}
+
 /// IRIX's add-to-parent for hardware counters: the child's counts are added to the parent's
 /// only when both count the same events on the same counters. `VirtualCounters::add_child`
 /// compares counters and widths only; a child that reprogrammed the same counters for other
@@ -378,6 +397,31 @@ mod tests {
     }
 
     const USR_OS: u64 = (1 << 16) | (1 << 17);
+
+    #[test]
+    fn extra_msrs_are_written_and_cleared_through_the_msr_door() {
+        use crate::pmu::msr::RecordingMsr;
+        use crate::pmu::sim::WithEventMsrs;
+        let mut msr = RecordingMsr::new(WithEventMsrs::new(SimPmu::intel(IntelConfig::V4_SKYLAKE)));
+        let msrs = [(0x1a6, 0x10001), (0x3f6, 0x10)];
+        write_msrs(&mut msr, &msrs).unwrap();
+        assert_eq!(msr.writes(), msrs);
+        assert_eq!(msr.inner.value(0x3f6), 0x10);
+        msr.clear();
+        clear_msrs(&mut msr, &msrs).unwrap();
+        assert_eq!(msr.writes(), [(0x1a6, 0), (0x3f6, 0)]);
+        assert_eq!(msr.inner.value(0x1a6), 0);
+        // A CPU without the MSR: #GP, named.
+        let mut amd = SimPmu::amd(AmdFlavour::PerfMonV2(6));
+        assert_eq!(
+            write_msrs(&mut amd, &msrs),
+            Err(PmuError::Msr {
+                msr: 0x1a6,
+                fault: crate::pmu::msr::MsrFault::GeneralProtection
+            })
+        );
+        assert_eq!(write_msrs(&mut amd, &[]), Ok(()));
+    }
 
     #[test]
     fn config_tsc_only_accepts_only_the_empty_list() {

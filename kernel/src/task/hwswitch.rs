@@ -319,7 +319,7 @@ mod tests {
     use crate::pmu::backend::{Counter, PmuBackend};
     use crate::pmu::intel::IntelArchPmu;
     use crate::pmu::msr::RecordingMsr;
-    use crate::pmu::sim::{AmdFlavour, IntelConfig, SimPmu};
+    use crate::pmu::sim::{AmdFlavour, IntelConfig, SimPmu, WithEventMsrs};
 
     /// Every counter of the PMU: instructions on each GP counter (the first task) or branches
     /// (the second), and each fixed counter.
@@ -484,6 +484,42 @@ mod tests {
         ts.switch_in(&mut msr, &mut vc, true, 0, 3).unwrap();
         assert_eq!(msr.writes(), [(0x38f, 0x7_0000_000f)]);
         assert_eq!(msr.log.len(), 1);
+    }
+
+    /// An event's extra MSR (offcore response here) rides in the plan's `program` list, as
+    /// `run::hw` adds it: written whenever the task's events are loaded after another task's,
+    /// and not when they are still loaded.
+    #[test]
+    fn extra_msrs_are_written_where_the_events_are_loaded() {
+        let sim = SimPmu::intel(IntelConfig::V4_SKYLAKE);
+        let mut pmu = IntelArchPmu::new(sim.caps());
+        let mut msr = RecordingMsr::new(WithEventMsrs::new(sim));
+        pmu.reset(&mut msr).unwrap();
+        let slots = [(
+            Counter::Gp(0),
+            EventSelect::new(0xb7, 0x01),
+            Modifiers::USER,
+        )];
+        let mut plan = pmu.switch_plan(&slots).unwrap();
+        plan.program.push((0x1a6, 0x10001));
+        let mut vc = VirtualCounters::new();
+        vc.configure(&[(Counter::Gp(0), pmu.width(Counter::Gp(0)))])
+            .unwrap();
+        let ts = TaskSwitch::new(&msr, &plan).unwrap();
+        msr.clear();
+        ts.switch_in(&mut msr, &mut vc, false, 0, 1).unwrap();
+        assert!(msr.writes().contains(&(0x1a6, 0x10001)), "{:?}", msr.log);
+        assert_eq!(msr.inner.value(0x1a6), 0x10001);
+        ts.switch_out(&mut msr, &mut vc, 2).unwrap();
+        // Still loaded: the start only.
+        msr.clear();
+        ts.switch_in(&mut msr, &mut vc, true, 0, 3).unwrap();
+        assert!(!msr.writes().iter().any(|&(m, _)| m == 0x1a6));
+        ts.switch_out(&mut msr, &mut vc, 4).unwrap();
+        // Another task's value in between: restored with the events.
+        crate::pmu::msr::Msr::write(&mut msr, 0x1a6, 0x20002).unwrap();
+        ts.switch_in(&mut msr, &mut vc, false, 0, 5).unwrap();
+        assert_eq!(msr.inner.value(0x1a6), 0x10001);
     }
 
     /// The diagnostic preset: each switch-in sets the counters N below their wrap, so every run

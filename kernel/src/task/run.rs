@@ -513,7 +513,7 @@ fn calibrate_switch(tsc_hz: Option<u64>, events: &[u64]) -> Option<Switch> {
         CODE,
         tsc_hz,
     );
-    if !events.is_empty() && t.configure_events(events) < 0 {
+    if !events.is_empty() && t.configure_events(events, &[]) < 0 {
         return None;
     }
     // Four rounds with the task's counters still loaded after the first, then one as after
@@ -704,6 +704,10 @@ struct Running {
     hw: Vec<HwSlot>,
     /// RDPMC ECX of each `hw` slot's counter for the counter page (`None`: not readable).
     hw_rdpmc: Vec<Option<u32>>,
+    /// Extra MSRs the `hw` events need (offcore response, load latency, frontend), `(msr,
+    /// value)`: written with the events whenever they are loaded (`bench_group` of a group
+    /// with such events; `counters_configure` sets none).
+    hw_msrs: Vec<(u32, u64)>,
     /// Why the task's hardware counts since its last `counters_configure` / `counters_reset`
     /// are lost (a PMU error switching its counters; `hw` module docs): its slots are frozen,
     /// published unreadable, and `counters_read` refuses them. `None`: they are exact.
@@ -830,6 +834,7 @@ impl Running {
             spawned: false,
             hw: Vec::new(),
             hw_rdpmc: Vec::new(),
+            hw_msrs: Vec::new(),
             hw_lost: None,
             read_window: (u64::MAX, u64::MAX),
             slot_window: (u64::MAX, u64::MAX),

@@ -2,7 +2,8 @@
 //! to ring 3 and switched out right after every return (tasks share the counters).
 //!
 //! The switch is `hwswitch`'s save and restore from the MSR lists the backend made when the
-//! task configured its events ([`Running::make_switch`]): no backend call, no PMU lock, no
+//! task configured its events ([`Running::make_switch`]; the events' extra MSRs, e.g. offcore
+//! response, are written with the event selects): no backend call, no PMU lock, no
 //! allocation. A switch-in whose counters still hold the task's events and values (no other
 //! task's switch, no configuration, no release since its switch-out: `PROGRAMMED_FOR`) only
 //! starts them. Should the backend give no plan, the general protocol of `hwslots` runs instead
@@ -10,8 +11,9 @@
 //!
 //! # Lost counts
 //!
-//! If the PMU refuses a switch (an MSR faults, a counter is missing), the counts of that run
-//! cannot be known, and neither can any sum that includes them. The task's counts are then
+//! If the PMU refuses a switch (an MSR faults, a counter is missing), or an extra MSR of the
+//! events when they are configured (`bench_group`), the counts of that run cannot be known, and
+//! neither can any sum that includes them. The task's counts are then
 //! *lost* until it starts them again (`counters_configure` or `counters_reset`): its counters
 //! are released, its slots frozen (the virtual TSC goes on: it needs no PMU), the counter page
 //! publishes the slots as not readable (`index` 0 while the task runs, so the SDK's fast read
@@ -124,23 +126,32 @@ impl Running {
         !self.hw.is_empty() && self.hw_lost.is_some()
     }
 
-    /// Stops and clears the task's hardware counters (it ended or reconfigures).
+    /// Stops and clears the task's hardware counters and their extra MSRs (it ended or
+    /// reconfigures).
     pub(super) fn release_hw(&mut self) {
         if self.hw.is_empty() {
             return;
         }
         forget_programming();
-        let hw = &self.hw;
-        let _ =
-            crate::counters::with_pmu(|pmu, msr| hwslots::release(pmu.backend.as_mut(), msr, hw));
+        let (hw, msrs) = (&self.hw, &self.hw_msrs);
+        let _ = crate::counters::with_pmu(|pmu, msr| {
+            let _ = hwslots::clear_msrs(msr, msrs);
+            hwslots::release(pmu.backend.as_mut(), msr, hw)
+        });
     }
 
     /// The task's counts are lost (module docs): its counters are released and an `error`
     /// record says why. (An open benchmark's group is marked when the task hands samples taken
     /// since, or ends it: samples handed before the loss are exact.)
     fn lose_counts(&mut self, e: HwError) {
+        self.lose_counts_because(format!(
+            "switching the task's hardware counters failed: {e}"
+        ));
+    }
+
+    /// [`lose_counts`](Self::lose_counts) for `reason`.
+    pub(super) fn lose_counts_because(&mut self, reason: String) {
         self.release_hw();
-        let reason = format!("switching the task's hardware counters failed: {e}");
         super::task_error(
             self.task,
             &format!(
@@ -153,8 +164,9 @@ impl Running {
     }
 
     /// The fast switch for the task's slots as configured now (after `counters_configure`):
-    /// the backend's plan, its MSR lists checked once. `None` (the general protocol then runs)
-    /// if the backend gives no plan.
+    /// the backend's plan, its MSR lists checked once, with the events' extra MSRs written
+    /// where the plan loads the events. `None` (the general protocol then runs) if the backend
+    /// gives no plan.
     pub(super) fn make_switch(&mut self) {
         let slots: Vec<_> = self
             .hw
@@ -163,12 +175,16 @@ impl Running {
             .collect();
         let plan = crate::counters::with_pmu(|pmu, _| pmu.backend.switch_plan(&slots));
         self.hw_switch = match plan {
-            Some(Ok(plan)) => TaskSwitch::new(&HwMsr, &plan).ok().map(|switch| {
-                Box::new(HwSwitch {
-                    id: NEXT_SWITCH_ID.fetch_add(1, Ordering::Relaxed),
-                    switch,
+            Some(Ok(mut plan)) => {
+                // The counters are stopped while `program` is written: order does not matter.
+                plan.program.extend_from_slice(&self.hw_msrs);
+                TaskSwitch::new(&HwMsr, &plan).ok().map(|switch| {
+                    Box::new(HwSwitch {
+                        id: NEXT_SWITCH_ID.fetch_add(1, Ordering::Relaxed),
+                        switch,
+                    })
                 })
-            }),
+            }
             _ => None,
         };
     }
@@ -248,12 +264,13 @@ impl Running {
     /// (the virtual counters then resume frozen).
     pub(super) fn start_hw(&mut self) -> Option<Vec<u64>> {
         let preset = COUNTER_PRESET.load(Ordering::Relaxed);
-        let hw = &self.hw;
+        let (hw, msrs) = (&self.hw, &self.hw_msrs);
         forget_programming();
         let result = match injected_fault() {
             Some(e) => Err(e),
             None => crate::counters::with_pmu(|pmu, msr| {
                 let backend = pmu.backend.as_mut();
+                hwslots::write_msrs(msr, msrs)?;
                 for s in hw {
                     backend.program(msr, s.counter, &s.select, &s.modifiers)?;
                     if preset != 0 {

@@ -178,7 +178,7 @@ impl Running {
                 } else if config.is_empty() {
                     self.configure(0, 0)
                 } else {
-                    self.configure_events(config)
+                    self.configure_events(config, plan.group_msrs(g as usize))
                 };
                 if code < 0 {
                     let message =
@@ -326,6 +326,7 @@ impl Running {
         child.vc = self.vc.inherit();
         child.hw = self.hw.clone();
         child.hw_rdpmc = self.hw_rdpmc.clone();
+        child.hw_msrs = self.hw_msrs.clone();
         child.hw_switch = self.hw_switch.as_ref().map(|s| s.copy());
         child.budget = self.budget;
         child.ramdisk = self.ramdisk;
@@ -436,6 +437,7 @@ impl Running {
                     self.release_hw();
                     self.hw.clear();
                     self.hw_rdpmc.clear();
+                    self.hw_msrs.clear();
                     self.hw_lost = None;
                     self.vc.generation() as i64
                 }
@@ -455,7 +457,7 @@ impl Running {
             return EINVAL;
         }
         match self.read_u64s(ptr, count as usize) {
-            Some(raw) => self.configure_events(&raw),
+            Some(raw) => self.configure_events(&raw, &[]),
             None => EFAULT,
         }
     }
@@ -476,39 +478,52 @@ impl Running {
         )
     }
 
-    /// Configures the task's counters with one event select per GP counter (`raw` not empty):
-    /// the generation or an error code; on an error the old configuration stays.
-    pub(super) fn configure_events(&mut self, raw: &[u64]) -> i64 {
+    /// Configures the task's counters with one event select per GP counter (`raw` not empty)
+    /// and the extra MSRs those events need (`msrs`, from the harness plan): the generation or
+    /// an error code; on an error the old configuration stays. An extra MSR the CPU refuses
+    /// (#GP: e.g. reserved bits in an offcore-response value) configures the events but loses
+    /// their counts (`hw` module docs), so they are reported not measured, with the reason.
+    pub(super) fn configure_events(&mut self, raw: &[u64], msrs: &[(u32, u64)]) -> i64 {
         let mut vc = self.vc.clone();
         let old = core::mem::take(&mut self.hw);
+        let old_msrs = core::mem::take(&mut self.hw_msrs);
         super::hw::forget_programming();
         let result = crate::counters::with_pmu(|pmu, msr| {
             let backend = pmu.backend.as_mut();
             let caps = *backend.caps();
             let slots = hwslots::slots_of(hwslots::parse_counter_config(caps.vendor, &caps, raw)?);
             let _ = hwslots::release(backend, msr, &old);
+            let _ = hwslots::clear_msrs(msr, &old_msrs);
             if hwslots::program(backend, msr, &slots, &mut vc).is_err() {
                 let _ = hwslots::release(backend, msr, &slots);
                 return Err(EINVAL);
             }
+            let refused = hwslots::write_msrs(msr, msrs).err();
             let rdpmc: Vec<Option<u32>> = slots
                 .iter()
                 .map(|s| hwslots::rdpmc_index(backend, &slots, s.counter))
                 .collect();
-            Ok((slots, rdpmc))
+            Ok((slots, rdpmc, refused))
         });
         match result.unwrap_or(Err(EINVAL)) {
-            Ok((slots, rdpmc)) => {
+            Ok((slots, rdpmc, refused)) => {
                 self.hw = slots;
                 self.hw_rdpmc = rdpmc;
+                self.hw_msrs = msrs.to_vec();
                 self.hw_lost = None;
                 self.vc = vc;
                 self.make_switch();
+                if let Some(e) = refused {
+                    self.lose_counts_because(format!(
+                        "programming an extra MSR of its events failed: {e}"
+                    ));
+                }
                 self.vc.generation() as i64
             }
             Err(e) => {
                 // The old configuration stays (its counters are loaded again at switch-in).
                 self.hw = old;
+                self.hw_msrs = old_msrs;
                 e
             }
         }
