@@ -341,3 +341,27 @@ fn tasks_preempted_round_robin_keep_their_own_vector_registers() {
         );
     }
 }
+
+#[test]
+fn a_nanobench_config_counts_the_code_under_its_names() {
+    // nanoBench's own pairing: -asm with -config.
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("cfg.txt");
+    std::fs::write(
+        &cfg,
+        "# nanoBench format\nC0.00 INST_RETIRED.ANY_P\nC4.00 BR_INST_RETIRED.ALL_BRANCHES\n",
+    )
+    .unwrap();
+    let r = emulated(
+        &[
+            "add rax, rbx; add rbx, rax",
+            "--unroll",
+            "100",
+            "--config",
+            cfg.to_str().unwrap(),
+        ],
+        "none",
+    );
+    assert_eq!(per_copy(&r, "INST_RETIRED.ANY_P"), Some(2.0));
+    assert_eq!(per_copy(&r, "BR_INST_RETIRED.ALL_BRANCHES"), Some(0.0));
+}

@@ -3,12 +3,12 @@
 //! before anything is built and pack it into the ramdisk. Counting it end to end is in
 //! tests/tests/nanobench_config.rs (QEMU with the emulated PMU).
 
-use std::path::Path;
-use std::process::{Command, Output};
+mod common;
 
-fn baremark() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_baremark"))
-}
+use common::{baremark, fixture};
+
+use std::path::Path;
+use std::process::Output;
 
 fn stdout_of(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
@@ -341,7 +341,7 @@ fn image_packs_the_config_and_no_default_events() {
 /// the table, the JSON and the CSV call the results.
 #[test]
 fn results_carry_the_configs_names_in_the_table_json_and_csv() {
-    let log = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/nanobench-emulated.log");
+    let log = fixture("nanobench-emulated.log");
     let dir = tempfile::tempdir().unwrap();
     let (json, csv) = (dir.path().join("r.json"), dir.path().join("r.csv"));
     let out = baremark()
