@@ -39,6 +39,10 @@ fn main() {
             "CARGO_BIN_FILE_BAREMARK_PAYLOAD_SPAWN_spawner",
             "BAREMARK_PAYLOAD_SPAWNER_ELF",
         ),
+        (
+            "CARGO_BIN_FILE_BAREMARK_PAYLOAD_FUZZ_fuzz-syscalls",
+            "BAREMARK_PAYLOAD_FUZZ_SYSCALLS_ELF",
+        ),
     ] {
         let path = std::env::var_os(var)
             .unwrap_or_else(|| panic!("cargo did not provide the payload artifact {var}"));

@@ -72,6 +72,45 @@ pub struct PayloadArgs {
     /// Order: suites, then built-ins, then files.
     #[arg(long = "suite", value_name = "NAME")]
     pub suites: Vec<String>,
+    /// Give payload NAME the argument text TEXT (repeatable; it reads it with the `args`
+    /// syscall, e.g. `--args fuzz-syscalls="seed=7 calls=100000"`).
+    #[arg(long = "args", value_name = "NAME=TEXT")]
+    pub args: Vec<String>,
+}
+
+/// The longest `--args` text (the kernel's `ARGS_MAX`).
+pub const ARGS_MAX: usize = 4096;
+
+/// The ramdisk members for `--args` (`args/<name>`), checked against the payloads packed.
+pub fn payload_args(args: &PayloadArgs, payloads: &[NamedElf]) -> Result<Vec<(String, Vec<u8>)>> {
+    let mut members: Vec<(String, Vec<u8>)> = Vec::new();
+    for arg in &args.args {
+        let Some((name, text)) = arg.split_once('=') else {
+            bail!("--args {arg}: give NAME=TEXT (the payload's name, then its argument text)");
+        };
+        if !payloads.iter().any(|(n, _)| n == name) {
+            bail!(
+                "--args {name}=...: no payload `{name}` is packed (there are: {})",
+                payloads
+                    .iter()
+                    .map(|(n, _)| n.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
+        if text.len() > ARGS_MAX {
+            bail!(
+                "--args {name}=...: {} bytes; the most is {ARGS_MAX}",
+                text.len()
+            );
+        }
+        let path = format!("args/{name}");
+        if members.iter().any(|(p, _)| *p == path) {
+            bail!("--args {name}=... is given twice");
+        }
+        members.push((path, text.as_bytes().to_vec()));
+    }
+    Ok(members)
 }
 
 /// The payloads of a run: the suites named, then the built-ins, then the files, each in the

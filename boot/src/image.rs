@@ -72,6 +72,9 @@ pub struct RunConfig {
     pub timer_checks: bool,
     /// Run the PMU selftest after the boot report.
     pub selftest: bool,
+    /// Plant the kernel's canary in its free memory before the payloads run (`canary = on`;
+    /// docs/reliability.md).
+    pub canary: bool,
     /// Extra raw lines appended verbatim (tests use this to feed bad configuration).
     pub extra_lines: Vec<String>,
     /// Payload ELF files, `(name, bytes)`, packed as `payloads/<name>.elf` in this order; the
@@ -106,6 +109,7 @@ impl Default for RunConfig {
             test: None,
             timer_checks: true,
             selftest: false,
+            canary: false,
             extra_lines: Vec::new(),
             payloads: Vec::new(),
             quantum_us: 0,
@@ -137,6 +141,9 @@ impl RunConfig {
         );
         if self.selftest {
             let _ = writeln!(s, "selftest = on");
+        }
+        if self.canary {
+            let _ = writeln!(s, "canary = on");
         }
         if self.quantum_us > 0 {
             let _ = writeln!(s, "quantum_us = {}", self.quantum_us);

@@ -184,6 +184,10 @@ struct RunArgs {
     /// Run the PMU selftest (kvm-unit-tests-style checks; every check SKIPs without counters).
     #[arg(long)]
     selftest: bool,
+    /// Plant a canary pattern in the kernel's free memory before the payloads run, so a payload
+    /// (fuzz-syscalls) can tell whether kernel memory reaches it (docs/reliability.md).
+    #[arg(long)]
+    canary: bool,
     /// Also print the kernel's own text lines and the raw records (and no progress bar).
     #[arg(long)]
     verbose: bool,
@@ -475,11 +479,14 @@ fn verdict_code(outcome: &RunOutcome) -> ExitCode {
 fn run(args: RunArgs) -> Result<ExitCode> {
     args.output.check()?;
     let (payloads, mut notes) = content::collect_payloads(&args.payloads)?;
+    let arg_members = content::payload_args(&args.payloads, &payloads)?;
     let mut config = RunConfig {
         on_end: OnEnd::QemuExit,
+        extra_members: arg_members,
         test: args.test,
         timer_checks: !args.no_timer_checks,
         selftest: args.selftest,
+        canary: args.canary,
         payloads,
         quantum_us: args.quantum_us.unwrap_or(0),
         task_budget_ms: args.task_budget_ms,
@@ -668,8 +675,10 @@ fn write_images(args: ImageArgs) -> Result<()> {
         bail!("say where to write the image: --usb FILE (BIOS and UEFI), --bios FILE, --uefi FILE");
     }
     let (payloads, mut notes) = content::collect_payloads(&args.payloads)?;
+    let arg_members = content::payload_args(&args.payloads, &payloads)?;
     let mut config = RunConfig {
         on_end: args.on_end,
+        extra_members: arg_members,
         payloads,
         task_budget_ms: args.task_budget_ms,
         selftest: args.selftest,

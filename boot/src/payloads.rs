@@ -43,6 +43,12 @@ pub static BUILTIN: &[Payload] = &[
         name: "spawner",
         elf: include_bytes!(env!("BAREMARK_PAYLOAD_SPAWNER_ELF")),
     },
+    // The syscall fuzzer: `--args fuzz-syscalls="seed=N calls=N"`, with `--canary`
+    // (docs/reliability.md).
+    Payload {
+        name: "fuzz-syscalls",
+        elf: include_bytes!(env!("BAREMARK_PAYLOAD_FUZZ_SYSCALLS_ELF")),
+    },
 ];
 
 /// A payload of the benchmark suite (`payloads/suite`, crate `baremark-payload-suite`), built

@@ -100,6 +100,9 @@ pub struct RunConfig {
     pub counter_preset: u64,
     /// Test-only: the N-th switch-in of task hardware counters fails (0: never).
     pub test_pmu_fault: u32,
+    /// Plant the canary (`canary` module) in free kernel memory before the payloads run, so a
+    /// payload (`fuzz-syscalls`) can tell whether any kernel byte reaches it.
+    pub canary: bool,
 }
 
 /// The most repetitions (and warm-ups) per benchmark and kind (the SDK's sample buffer).
@@ -140,6 +143,7 @@ impl Default for RunConfig {
             overhead: Overhead::Empty,
             counter_preset: 0,
             test_pmu_fault: 0,
+            canary: false,
         }
     }
 }
@@ -258,7 +262,7 @@ pub fn parse<'a>(text: &'a str, report: &mut dyn FnMut(ConfigError<'a>)) -> RunC
         source: ConfigSource::Ramdisk,
         ..RunConfig::default()
     };
-    let mut seen = [false; 12];
+    let mut seen = [false; 13];
     for (index, raw) in text.lines().enumerate() {
         let line = index + 1;
         let content = raw.split('#').next().unwrap_or("").trim();
@@ -283,6 +287,7 @@ pub fn parse<'a>(text: &'a str, report: &mut dyn FnMut(ConfigError<'a>)) -> RunC
             "overhead" => 9,
             "counter_preset" => 10,
             "test_pmu_fault" => 11,
+            "canary" => 12,
             _ => {
                 report(ConfigError::UnknownKey { line, key });
                 continue;
@@ -348,10 +353,10 @@ pub fn parse<'a>(text: &'a str, report: &mut dyn FnMut(ConfigError<'a>)) -> RunC
             _ => match value {
                 "on" | "true" | "yes" | "off" | "false" | "no" => {
                     let on = matches!(value, "on" | "true" | "yes");
-                    if slot == 2 {
-                        config.timer_checks = on
-                    } else {
-                        config.selftest = on
+                    match slot {
+                        2 => config.timer_checks = on,
+                        12 => config.canary = on,
+                        _ => config.selftest = on,
                     }
                 }
                 _ => report(bad("`on` or `off`")),

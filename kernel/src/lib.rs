@@ -42,6 +42,8 @@ pub mod task;
 pub mod tsc;
 
 #[cfg(target_os = "none")]
+pub mod canary;
+#[cfg(target_os = "none")]
 pub mod console;
 #[cfg(target_os = "none")]
 pub mod counters;

@@ -137,6 +137,9 @@ pub fn run(boot_info: &'static mut BootInfo) -> ! {
         counter_preset: config.counter_preset,
         fault_at_switch_in: config.test_pmu_fault,
     });
+    if config.canary {
+        crate::canary::plant();
+    }
     let payloads = crate::task::run::run_payloads(facts.ramdisk, tsc_hz, quantum, budget, harness);
     if payloads.payloads > 0 {
         record("summary", |r| {
@@ -334,6 +337,7 @@ fn report_boot(facts: &BootFacts, config: &RunConfig, members: usize, tsc_at_ent
                 .str("test", config.test.name())
                 .bool("timer_checks", config.timer_checks)
                 .bool("selftest", config.selftest)
+                .bool("canary", config.canary)
                 .u64("quantum_us", u64::from(config.quantum_us))
                 .u64("task_budget_ms", u64::from(config.task_budget_ms))
                 .opt_str("events", config.events.as_deref())

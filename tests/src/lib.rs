@@ -245,3 +245,70 @@ pub fn boot_with_text_time(
     };
     (outcome, at)
 }
+
+/// One run of the syscall fuzzer (`fuzz-syscalls`, docs/reliability.md).
+pub struct FuzzRun {
+    pub outcome: RunOutcome,
+    /// The raw serial stream, every byte (scanned for the canary).
+    pub serial: Vec<u8>,
+    /// The fuzzer's final `report` values.
+    pub report: std::collections::BTreeMap<String, String>,
+}
+
+/// Boots `fuzz-syscalls` with `seed=SEED calls=CALLS`, the kernel's canary planted, no
+/// watchdog, under TCG (BIOS), keeping the whole serial stream.
+pub fn fuzz_syscalls(seed: u64, calls: u64, timeout: Duration) -> FuzzRun {
+    let elf = baremark::payloads::builtin("fuzz-syscalls").expect("the fuzzer is built in");
+    let config = RunConfig {
+        timer_checks: false,
+        canary: true,
+        task_budget_ms: Some(0),
+        payloads: vec![("fuzz-syscalls".to_string(), elf.elf.to_vec())],
+        extra_members: vec![(
+            "args/fuzz-syscalls".to_string(),
+            format!("seed={seed} calls={calls}").into_bytes(),
+        )],
+        ..RunConfig::default()
+    };
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let log = dir.path().join("serial.log");
+    let mut qemu = QemuOptions::new(Firmware::Bios, Accel::Tcg);
+    qemu.timeout = timeout;
+    let request = BootRequest {
+        config,
+        qemu,
+        log: Some(log.clone()),
+    };
+    let outcome =
+        session::boot(&request, &mut |_| {}).unwrap_or_else(|e| panic!("could not boot: {e:#}"));
+    let serial = std::fs::read(&log).expect("the serial log");
+    let report = outcome
+        .records_of("report")
+        .filter(|r| r.str("task") == Some("fuzz-syscalls"))
+        .filter_map(|r| r.get("values").as_object().cloned())
+        .filter(|v| v.contains_key("calls"))
+        .last()
+        .map(|v| {
+            v.into_iter()
+                .map(|(k, v)| (k, v.as_str().unwrap_or_default().to_string()))
+                .collect()
+        })
+        .unwrap_or_default();
+    FuzzRun {
+        outcome,
+        serial,
+        report,
+    }
+}
+
+/// Where 8 bytes of the kernel's repeating canary (`task::abi::CANARY_PATTERN`, at any phase)
+/// appear in `bytes`.
+pub fn find_canary(bytes: &[u8]) -> Option<usize> {
+    let p = baremark_kernel::task::abi::CANARY_PATTERN;
+    let windows: Vec<[u8; 8]> = (0..16)
+        .map(|k| std::array::from_fn(|j| p[(k + j) % 16]))
+        .collect();
+    bytes
+        .windows(8)
+        .position(|w| windows.iter().any(|c| c[..] == *w))
+}

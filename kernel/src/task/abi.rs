@@ -27,6 +27,7 @@ pub mod nr {
     pub const BENCH_GROUP: u64 = 16;
     pub const BENCH_SAMPLES: u64 = 17;
     pub const BENCH_END: u64 = 18;
+    pub const ARGS: u64 = 19;
 }
 
 /// A bad argument.
@@ -87,6 +88,28 @@ pub const VIRTUAL_TSC_INDEX: u32 = 0x1000_0000;
 
 /// The ramdisk folder payloads are packed in (`payloads/<name>.elf`).
 pub const PAYLOAD_DIR: &str = "payloads";
+
+/// The canary (`canary` module, run.cfg `canary = on`): 16 bytes, repeated over free kernel
+/// memory. ASCII, so that it shows in a record's JSON text as plainly as in a binary buffer.
+pub const CANARY_PATTERN: [u8; 16] = *b"BAREMARK-CANARY!";
+
+/// The ramdisk folder of the payloads' argument texts (`args/<name>`, the `args` syscall).
+pub const ARGS_DIR: &str = "args";
+
+/// The longest argument text (the host refuses longer ones).
+pub const ARGS_MAX: usize = 4096;
+
+/// The payload name of an argument member (`args/<name>`), if it is one.
+pub fn args_name<'a>(prefix: &str, name: &'a str) -> Option<&'a str> {
+    let file = if prefix.is_empty() {
+        name.strip_prefix(ARGS_DIR)?.strip_prefix('/')?
+    } else if prefix == ARGS_DIR {
+        name
+    } else {
+        return None;
+    };
+    (!file.is_empty() && !file.contains('/')).then_some(file)
+}
 
 /// The payload name of a ramdisk member (`prefix`/`name` as the ustar header splits the path),
 /// if it is `payloads/<name>.elf` with a non-empty name without `/`.

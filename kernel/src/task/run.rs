@@ -139,6 +139,9 @@ impl Sink for Console {
     }
 }
 
+/// Refused harness calls of one task that become `harness_error` records (`Running::refuse`).
+const REFUSALS_REPORTED: u64 = 64;
+
 /// A `harness_error` record (the task goes on; its call returns an error code).
 fn harness_error(task: Task, bench: Option<&str>, message: &str) {
     HARNESS_ERRORS.fetch_add(1, Ordering::Relaxed);
@@ -737,6 +740,9 @@ struct Running {
     page_pin: Option<user::PinnedPage>,
     /// The benchmark between `bench_begin` and `bench_end`.
     bench: Option<Bench>,
+    /// Harness calls refused (`Running::refuse`; only the first `REFUSALS_REPORTED` are
+    /// records).
+    refusals: u64,
     /// Its x87/SSE/AVX registers while another task has the CPU's (`hw::fpu`).
     vector: VectorState,
 }
@@ -846,6 +852,7 @@ impl Running {
             hw_switch: None,
             page_pin,
             bench: None,
+            refusals: 0,
             vector: VectorState::new(),
         }
     }
@@ -995,6 +1002,7 @@ impl Running {
                 .bool("pce", self.pce_entries > 0)
                 .opt_str("counters_lost", self.hw_lost.as_deref())
                 .u64("pce_entries", self.pce_entries)
+                .u64("harness_refusals", self.refusals)
                 .object("entries", |r| {
                     r.u64("iretq", entries.iretq)
                         .u64("sysretq", entries.sysretq)

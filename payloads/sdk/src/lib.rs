@@ -46,6 +46,7 @@ pub mod nr {
     pub const BENCH_GROUP: u64 = 16;
     pub const BENCH_SAMPLES: u64 = 17;
     pub const BENCH_END: u64 = 18;
+    pub const ARGS: u64 = 19;
 }
 
 /// A syscall error (the negative result codes of docs/syscall-abi.md).

@@ -76,6 +76,18 @@ pub fn report(lines: &str) -> Result<u64, Error> {
     ))
 }
 
+/// The payload's argument text (`baremark run --args NAME=TEXT`) into `buf`: its length, of
+/// which `min(len, buf.len())` bytes were copied (0: no arguments).
+pub fn args(buf: &mut [u8]) -> Result<usize, Error> {
+    Error::check(syscall3(
+        nr::ARGS,
+        buf.as_mut_ptr() as u64,
+        buf.len() as u64,
+        0,
+    ))
+    .map(|n| n as usize)
+}
+
 /// The TSC, read directly (RDTSC is allowed in ring 3).
 #[inline(always)]
 pub fn rdtsc() -> u64 {

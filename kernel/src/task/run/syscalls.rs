@@ -17,9 +17,9 @@ use super::super::hwslots;
 use super::super::ring3::{self, Task, sys_write};
 use super::super::vcounter::MAX_SLOTS;
 use super::{
-    BENCHES, Child, ChildState, Console, Ended, HARNESS_ERRORS, NEXT_TASK_INDEX, RDPMC, RESULTS,
-    Running, SPAWNED_LIVE, Served, UNSUPPORTED, find_payload, harness_error, load, rdpmc_ecx,
-    task_error,
+    BENCHES, Child, ChildState, Console, Ended, HARNESS_ERRORS, NEXT_TASK_INDEX, RDPMC,
+    REFUSALS_REPORTED, RESULTS, Running, SPAWNED_LIVE, Served, UNSUPPORTED, find_payload,
+    harness_error, load, rdpmc_ecx, task_error,
 };
 use crate::console::record;
 use crate::harness::session::{self, Bench, PLAN_WORDS, RunPlan};
@@ -92,6 +92,7 @@ impl Running {
             nr::BENCH_SAMPLES => self.bench_samples(a, b, self.ctx.rdx),
             nr::BENCH_END => self.bench_end(),
             nr::SPAWN => self.spawn(a, b, self.ctx.rdx),
+            nr::ARGS => self.args(a, b),
             nr::WAIT => match self.wait(a) {
                 Some(result) => result,
                 None => {
@@ -111,10 +112,24 @@ impl Running {
         self.harness.ok_or(ENOSYS)
     }
 
-    /// Reports a refused harness call and returns `code`.
-    fn refuse(&self, code: i64, message: &str) -> i64 {
+    /// Reports a refused harness call and returns `code`. Only the task's first
+    /// [`REFUSALS_REPORTED`] refusals become records (the last of them says so): a task that
+    /// calls wrongly in a loop must not flood the serial line (at 115200 baud a record is about
+    /// 10 ms); `task_exit` counts them all.
+    fn refuse(&mut self, code: i64, message: &str) -> i64 {
+        self.refusals += 1;
+        if self.refusals > REFUSALS_REPORTED {
+            return code;
+        }
         let bench = self.bench.as_ref().map(|b| b.name.as_str());
-        harness_error(self.task, bench, message);
+        if self.refusals == REFUSALS_REPORTED {
+            let message = format!(
+                "{message} (the task's {REFUSALS_REPORTED}th refused harness call: further ones are counted in task_exit, not reported)"
+            );
+            harness_error(self.task, bench, &message);
+        } else {
+            harness_error(self.task, bench, message);
+        }
         code
     }
 
@@ -272,6 +287,22 @@ impl Running {
             _ => return EINVAL,
         }
         0
+    }
+
+    /// `args(ptr, len)`: the task's argument text (the ramdisk's `args/<name>`, packed by the
+    /// host's `--args NAME=TEXT`): its first `min(len, n)` bytes into the buffer; returns `n`
+    /// (0: no arguments), so a caller with too small a buffer sees it.
+    fn args(&mut self, ptr: u64, len: u64) -> i64 {
+        let text = crate::ramdisk::entries(self.ramdisk)
+            .map_while(Result::ok)
+            .find(|e| super::super::abi::args_name(e.prefix, e.name) == Some(self.task.name))
+            .map_or(&[][..], |e| e.data);
+        let n = text.len().min(super::super::abi::ARGS_MAX);
+        let take = n.min(usize::try_from(len).unwrap_or(usize::MAX));
+        match self.copy_out(ptr, &text[..take]) {
+            0 => n as i64,
+            e => e,
+        }
     }
 
     /// `spawn(name_ptr, name_len, flags)`: loads `payloads/<name>.elf` from the ramdisk as a
