@@ -246,6 +246,19 @@ pub fn boot_with_text_time(
     (outcome, at)
 }
 
+/// The fuzzer's result counts, as its report names them: values, then each ABI error code.
+pub const FUZZ_RESULTS: [&str; 9] = [
+    "ok",
+    "einval",
+    "efault",
+    "enosys",
+    "enoent",
+    "ebusy",
+    "enospc",
+    "eaborted",
+    "ecounters",
+];
+
 /// One run of the syscall fuzzer (`fuzz-syscalls`, docs/reliability.md).
 pub struct FuzzRun {
     pub outcome: RunOutcome,

@@ -99,28 +99,28 @@ pub const ARGS_DIR: &str = "args";
 /// The longest argument text (the host refuses longer ones).
 pub const ARGS_MAX: usize = 4096;
 
+/// The file name of a ramdisk member in folder `dir` (`prefix`/`name` as the ustar header
+/// splits the path): `dir/<file>` or prefix `dir` with name `<file>`.
+fn file_in<'a>(dir: &str, prefix: &str, name: &'a str) -> Option<&'a str> {
+    if prefix.is_empty() {
+        name.strip_prefix(dir)?.strip_prefix('/')
+    } else if prefix == dir {
+        Some(name)
+    } else {
+        None
+    }
+}
+
 /// The payload name of an argument member (`args/<name>`), if it is one.
 pub fn args_name<'a>(prefix: &str, name: &'a str) -> Option<&'a str> {
-    let file = if prefix.is_empty() {
-        name.strip_prefix(ARGS_DIR)?.strip_prefix('/')?
-    } else if prefix == ARGS_DIR {
-        name
-    } else {
-        return None;
-    };
+    let file = file_in(ARGS_DIR, prefix, name)?;
     (!file.is_empty() && !file.contains('/')).then_some(file)
 }
 
 /// The payload name of a ramdisk member (`prefix`/`name` as the ustar header splits the path),
 /// if it is `payloads/<name>.elf` with a non-empty name without `/`.
 pub fn payload_name<'a>(prefix: &str, name: &'a str) -> Option<&'a str> {
-    let file = if prefix.is_empty() {
-        name.strip_prefix(PAYLOAD_DIR)?.strip_prefix('/')?
-    } else if prefix == PAYLOAD_DIR {
-        name
-    } else {
-        return None;
-    };
+    let file = file_in(PAYLOAD_DIR, prefix, name)?;
     let stem = file.strip_suffix(".elf")?;
     (!stem.is_empty() && !stem.contains('/')).then_some(stem)
 }
