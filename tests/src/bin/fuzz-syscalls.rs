@@ -10,7 +10,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use baremark::session::Verdict;
-use baremark_tests::{find_canary, fuzz_syscalls};
+use baremark_tests::{FUZZ_RESULTS, find_canary, fuzz_syscalls};
 
 fn main() -> ExitCode {
     let mut args = std::env::args().skip(1);
@@ -29,17 +29,7 @@ fn main() -> ExitCode {
     println!("calls                {}", get("calls"));
     println!("seconds              {secs:.1}");
     println!("calls per second     {:.0}", calls as f64 / secs);
-    for k in [
-        "ok",
-        "einval",
-        "efault",
-        "enosys",
-        "enoent",
-        "ebusy",
-        "enospc",
-        "eaborted",
-        "ecounters",
-    ] {
+    for k in FUZZ_RESULTS {
         println!("  {k:<18} {}", get(k));
     }
     println!("failures             {}", get("failures"));
