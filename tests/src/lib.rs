@@ -269,8 +269,14 @@ pub struct FuzzRun {
 }
 
 /// Boots `fuzz-syscalls` with `seed=SEED calls=CALLS`, the kernel's canary planted, no
-/// watchdog, under TCG (BIOS), keeping the whole serial stream.
-pub fn fuzz_syscalls(seed: u64, calls: u64, timeout: Duration) -> FuzzRun {
+/// watchdog, under TCG (BIOS), keeping the whole serial stream; with `pmu`, on that emulated
+/// PMU model (so the task's hardware counters are programmed by the calls too).
+pub fn fuzz_syscalls(
+    seed: u64,
+    calls: u64,
+    timeout: Duration,
+    pmu: Option<baremark::qemu::PmuModel>,
+) -> FuzzRun {
     let elf = baremark::payloads::builtin("fuzz-syscalls").expect("the fuzzer is built in");
     let config = RunConfig {
         timer_checks: false,
@@ -287,6 +293,14 @@ pub fn fuzz_syscalls(seed: u64, calls: u64, timeout: Duration) -> FuzzRun {
     let log = dir.path().join("serial.log");
     let mut qemu = QemuOptions::new(Firmware::Bios, Accel::Tcg);
     qemu.timeout = timeout;
+    if let Some(model) = pmu {
+        qemu.icount = Some(0);
+        qemu.pmu_model = Some(model);
+        qemu.binary = Some(
+            baremark::qemu::emulated_pmu_qemu()
+                .unwrap_or_else(|e| panic!("no QEMU with the emulated PMU: {e:#}")),
+        );
+    }
     let request = BootRequest {
         config,
         qemu,

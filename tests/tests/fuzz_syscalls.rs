@@ -6,14 +6,39 @@
 
 use std::time::Duration;
 
+use baremark::qemu::PmuModel;
 use baremark::session::Verdict;
-use baremark_tests::{FUZZ_RESULTS, expect_record, find_canary, fuzz_syscalls};
+use baremark_tests::{FUZZ_RESULTS, FuzzRun, expect_record, find_canary, fuzz_syscalls};
 
 const CALLS: u64 = 20_000;
 
 #[test]
 fn twenty_thousand_random_syscalls_leave_the_kernel_whole_and_leak_nothing() {
-    let run = fuzz_syscalls(0x5eed, CALLS, Duration::from_secs(180));
+    let run = fuzz_syscalls(0x5eed, CALLS, Duration::from_secs(180), None);
+    check(&run, CALLS);
+    // ... and the scan finds the pattern where it is.
+    let mut planted = run.serial.clone();
+    planted.extend_from_slice(b"xxRK-CANARY!BAREMARKxx");
+    assert!(find_canary(&planted).is_some());
+}
+
+#[test]
+fn random_syscalls_on_the_emulated_pmu_program_counters_and_leak_nothing() {
+    // The same on a PMU: the fuzzer's valid counter entries get the task's hardware counters
+    // programmed, switched, read and released between the random calls.
+    let calls = 10_000;
+    let run = fuzz_syscalls(7, calls, Duration::from_secs(180), Some(PmuModel::IntelV4));
+    check(&run, calls);
+    let exit = expect_record(&run.outcome, "task_exit");
+    assert!(
+        exit.get("pce").as_bool() == Some(true),
+        "hardware counters were live at some point: {}",
+        exit.value
+    );
+}
+
+/// Everything a clean fuzzing run shows.
+fn check(run: &FuzzRun, calls: u64) {
     let out = &run.outcome;
     assert_eq!(out.verdict(), Verdict::Success, "{}", out.tail_text());
     assert!(
@@ -34,21 +59,21 @@ fn twenty_thousand_random_syscalls_leave_the_kernel_whole_and_leak_nothing() {
 
     // The fuzzer ran every call and found nothing.
     let r = &run.report;
-    assert_eq!(r.get("calls").map(String::as_str), Some("20000"), "{r:?}");
+    assert_eq!(r.get("calls"), Some(&calls.to_string()), "{r:?}");
     assert_eq!(r.get("failures").map(String::as_str), Some("0"), "{r:?}");
     assert_eq!(
         r.get("counter_page_canary").map(String::as_str),
         Some("none")
     );
     let n = |k: &str| r.get(k).and_then(|v| v.parse::<u64>().ok()).unwrap();
-    assert_eq!(FUZZ_RESULTS.iter().map(|k| n(k)).sum::<u64>(), CALLS);
+    assert_eq!(FUZZ_RESULTS.iter().map(|k| n(k)).sum::<u64>(), calls);
     // The calls reached the kernel's paths, not one error: successes and the main refusals.
     for k in ["ok", "einval", "efault", "enosys", "enoent", "enospc"] {
         assert!(n(k) > 100, "{k}: {r:?}");
     }
     let exit = expect_record(out, "task_exit");
     assert_eq!(exit.get("code").as_i64(), Some(0), "{}", exit.value);
-    assert!(exit.u64("syscalls").unwrap() >= CALLS);
+    assert!(exit.u64("syscalls").unwrap() >= calls);
 
     // No kernel byte in any record (or anywhere else on the serial line).
     assert_eq!(

@@ -19,7 +19,7 @@ fn main() -> ExitCode {
     let started = Instant::now();
     // About 30 s per million calls here; a generous bound.
     let timeout = Duration::from_secs(120 + calls / 5_000);
-    let run = fuzz_syscalls(seed, calls, timeout);
+    let run = fuzz_syscalls(seed, calls, timeout, None);
     let secs = started.elapsed().as_secs_f64();
     let out = &run.outcome;
     let verdict = out.verdict();

@@ -35,6 +35,10 @@ mod fuzz {
     /// A valid text and a valid benchmark name, for `write`, `report` and `bench_begin`.
     static TEXT: &[u8] = b"fuzz\n";
     static NAME: &[u8] = b"fz";
+    /// Valid `counters_configure` entries (instructions, cycles, branches in ring 3; Intel
+    /// fixed counter 0 in ring 3), so that on a PMU the task's hardware counters get
+    /// programmed, switched, read and released under the random calls that follow.
+    static ENTRIES: [u64; 4] = [0x1_00c0, 0x1_003c, 0x1_00c4, (1 << 63) | (1 << 16)];
 
     /// SYSCALL with six arguments.
     fn syscall6(nr: u64, a: &[u64; 6]) -> i64 {
@@ -84,6 +88,8 @@ mod fuzz {
                     TEXT.len() as u64,
                     NAME.as_ptr() as u64,
                     NAME.len() as u64,
+                    ENTRIES.as_ptr() as u64,
+                    ENTRIES.as_ptr() as u64 + 8,
                 ];
                 r.pick(&own)
             }
