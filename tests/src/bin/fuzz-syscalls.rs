@@ -4,7 +4,9 @@
 //! and whether the canary appeared anywhere on the serial line; it exits 1 if the kernel did
 //! not end cleanly, the fuzzer found a failure, or the canary leaked.
 //!
-//! `cargo run -p baremark-tests --bin fuzz-syscalls -- [CALLS] [SEED]` (CI runs 200,000).
+//! `cargo run -p baremark-tests --bin fuzz-syscalls -- [CALLS] [SEED] [emulated]` (CI runs
+//! 200,000): `emulated` runs on the emulated PMU (intel-v4, `-icount shift=0`), where the
+//! fuzzer's valid counter entries program the task's hardware counters.
 
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -16,16 +18,26 @@ fn main() -> ExitCode {
     let mut args = std::env::args().skip(1);
     let calls: u64 = args.next().map_or(1_000_000, |a| a.parse().expect("CALLS"));
     let seed: u64 = args.next().map_or(1, |a| a.parse().expect("SEED"));
+    let pmu = match args.next().as_deref() {
+        None => None,
+        Some("emulated") => Some(baremark::qemu::PmuModel::IntelV4),
+        Some(other) => panic!("`{other}`: the third argument is `emulated` or nothing"),
+    };
     let started = Instant::now();
     // About 30 s per million calls here; a generous bound.
     let timeout = Duration::from_secs(120 + calls / 5_000);
-    let run = fuzz_syscalls(seed, calls, timeout, None);
+    let run = fuzz_syscalls(seed, calls, timeout, pmu);
     let secs = started.elapsed().as_secs_f64();
     let out = &run.outcome;
     let verdict = out.verdict();
     let leak = find_canary(&run.serial);
     let get = |k: &str| run.report.get(k).cloned().unwrap_or_else(|| "-".into());
-    println!("syscall fuzzing (fuzz-syscalls, canary planted, TCG, seed {seed})");
+    let on = if pmu.is_some() {
+        "the emulated PMU intel-v4"
+    } else {
+        "TCG"
+    };
+    println!("syscall fuzzing (fuzz-syscalls, canary planted, {on}, seed {seed})");
     println!("calls                {}", get("calls"));
     println!("seconds              {secs:.1}");
     println!("calls per second     {:.0}", calls as f64 / secs);
