@@ -14,7 +14,7 @@ use std::fmt::Write as _;
 
 use serde_json::Value;
 
-use crate::records::Record;
+use crate::records::{Record, SCHEMA_VERSION};
 use crate::results::{MetricRec, ResultRec};
 
 /// What went wrong with a part of the log.
@@ -1092,8 +1092,10 @@ impl Building {
     /// exact copy of the record at `line`, `Err` damage.
     fn take(&mut self, r: Record, raw: Vec<u8>, line: usize) -> Result<Option<usize>, Found> {
         let kind = r.kind.clone();
+        // The version the run's records carry: its boot's, when this tool reads it (a boot
+        // of another version is judged against the rest at the end of the run).
         if kind == "boot" && self.run.records.is_empty() {
-            self.version = r.version();
+            self.version = r.version().filter(|&v| v == SCHEMA_VERSION);
         }
         let version = self.version.filter(|_| kind != "boot");
         if let Some(why) = doubt(&r, version) {
@@ -1485,6 +1487,31 @@ fn check_protocol(mut b: Building, damage: &mut Vec<Damage>) -> Run {
             None,
             detail.into(),
         );
+    }
+    // A boot record of another version among records of this tool's: its `v` was hit.
+    if let Some(boot) = b.run.records.first().filter(|r| r.kind == "boot")
+        && boot.version() != Some(SCHEMA_VERSION)
+    {
+        let ours = b
+            .run
+            .records
+            .iter()
+            .filter(|r| r.version() == Some(SCHEMA_VERSION));
+        if ours.count() * 2 > b.run.records.len() {
+            let detail = format!(
+                "its schema version `{}` differs from the v{SCHEMA_VERSION} of the run's other records (a flipped bit?)",
+                boot.get("v")
+            );
+            finding(
+                damage,
+                Kind::Doubtful,
+                run_no,
+                first_line,
+                "boot",
+                None,
+                detail,
+            );
+        }
     }
     let ended_ok = b.run.end_status() == Some("ok");
     let stopped = b.run.end_status().is_none();

@@ -229,6 +229,26 @@ fn bit_flips_that_break_the_json_or_the_schema_are_found() {
 }
 
 #[test]
+fn a_flipped_version_is_doubtful_in_a_record_and_in_the_boot_record() {
+    let v = |l: &[u8]| {
+        let mut l = l.to_vec();
+        let at = find(&l, b"\"v\":1", 0).unwrap() + 4;
+        l[at] ^= 0x02;
+        l
+    };
+    let scan = read(&edit(SUITE, 20, v));
+    assert_eq!(kinds(&scan)[1], (Kind::Doubtful, 20));
+    assert!(
+        scan.damage[1]
+            .detail
+            .contains("schema version `3` differs from the run's v1")
+    );
+    let scan = read(&edit(SUITE, 1, v));
+    assert_eq!(kinds(&scan), [(Kind::Doubtful, 1)]);
+    assert_eq!(scan.runs[0].records.len(), records_of(SUITE).len());
+}
+
+#[test]
 fn a_flipped_digit_is_not_seen_records_carry_no_checksum() {
     // `"hz":2445355810` -> `"hz":2445355811`: valid, of the right type, and wrong. Nothing
     // in the log tells; docs/reliability.md says so.
