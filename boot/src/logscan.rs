@@ -1372,9 +1372,7 @@ impl Reader {
                         .map(|k| (k.payload.clone(), k.bench.clone())),
                 ),
             }
-            let what = record
-                .as_deref()
-                .map_or("a record".to_string(), |r| format!("a `{r}` record"));
+            let what = record.as_deref().map_or("a record".to_string(), a_record);
             for bench in &benches {
                 b.mark(
                     &Some(bench.clone()),
@@ -1442,7 +1440,12 @@ impl Reader {
         match b.take(r, raw, line) {
             Ok(None) => {}
             Ok(Some(first)) => self.scan.repairs.duplicates.push((line, first)),
-            Err((k, bench, detail)) => self.damage(k, item, Some(kind), (bench, detail)),
+            Err((k, bench, mut detail)) => {
+                if kind == "end" {
+                    detail.push_str("; how the run ended is unknown");
+                }
+                self.damage(k, item, Some(kind), (bench, detail));
+            }
         }
     }
 }
@@ -1738,18 +1741,28 @@ pub fn scan(bytes: &[u8]) -> Scan {
 // ---------------------------------------------------------------------------------------------
 // The summary for people.
 
-/// Lines as "12, 40-42, 90".
+/// "a `result` record", "an `end` record".
+fn a_record(kind: &str) -> String {
+    let article = if kind.starts_with(['a', 'e', 'i', 'o', 'u']) {
+        "an"
+    } else {
+        "a"
+    };
+    format!("{article} `{kind}` record")
+}
+
+/// Lines as "line 12" or "lines 12, 40-42, 90".
 fn line_list(mut lines: Vec<usize>) -> String {
     lines.sort_unstable();
     lines.dedup();
-    let mut out = String::new();
+    let mut out = String::from(if lines.len() == 1 { "line " } else { "lines " });
     let mut i = 0;
     while i < lines.len() {
         let mut j = i;
         while j + 1 < lines.len() && lines[j + 1] == lines[j] + 1 {
             j += 1;
         }
-        if !out.is_empty() {
+        if i > 0 {
             out.push_str(", ");
         }
         if j > i {
@@ -1777,10 +1790,7 @@ fn damage_line(d: &Damage) -> String {
         format!("lines {}-{}", d.lines.0, d.lines.1)
     };
     let at = d.byte.map(|b| format!(" (byte {b})")).unwrap_or_default();
-    let record = d
-        .record
-        .as_ref()
-        .map_or("a record".to_string(), |r| format!("a `{r}` record"));
+    let record = d.record.as_deref().map_or("a record".to_string(), a_record);
     let what = match &d.bench {
         // Found by the protocol checks: the detail names what.
         _ if d.byte.is_none() => String::new(),
@@ -1859,7 +1869,7 @@ pub fn render(scan: &Scan, name: &str) -> String {
                     .collect();
                 let _ = writeln!(
                     out,
-                    "DAMAGE   [{}] {} more at lines {}",
+                    "DAMAGE   [{}] {} more at {}",
                     kind.name(),
                     rest.len(),
                     line_list(rest)
@@ -1908,7 +1918,7 @@ pub fn render(scan: &Scan, name: &str) -> String {
         }
         if !r.glued.is_empty() {
             parts.push(format!(
-                "separated the records sharing lines {} (a line break lost)",
+                "separated the records sharing {} (a line break lost)",
                 line_list(r.glued.clone())
             ));
         }
@@ -1916,7 +1926,7 @@ pub fn render(scan: &Scan, name: &str) -> String {
             let copies: Vec<usize> = r.duplicates.iter().map(|(c, _)| *c).collect();
             let example = r.duplicates[0];
             parts.push(format!(
-                "dropped {} at lines {} (line {} repeats line {})",
+                "dropped {} at {} (line {} repeats line {})",
                 plural(r.duplicates.len(), "repeated record"),
                 line_list(copies),
                 example.0,
