@@ -859,8 +859,8 @@ fn garbage(raw: &[u8]) -> Option<String> {
     }
     if let Err(e) = std::str::from_utf8(raw) {
         return Some(format!(
-            "{} bytes the kernel never writes (not UTF-8 at column {})",
-            raw.len(),
+            "{} the kernel never writes (not UTF-8 at column {})",
+            plural(raw.len(), "byte"),
             e.valid_up_to() + 1
         ));
     }
@@ -868,8 +868,8 @@ fn garbage(raw: &[u8]) -> Option<String> {
         .position(|&b| (b < 0x20 && b != b'\t') || b == 0x7f)
         .map(|i| {
             format!(
-                "{} bytes the kernel never writes (control character 0x{:02x} at column {})",
-                raw.len(),
+                "{} the kernel never writes (control character 0x{:02x} at column {})",
+                plural(raw.len(), "byte"),
                 raw[i],
                 i + 1
             )
@@ -1145,7 +1145,6 @@ impl Building {
             if let Some(&first) = self.copies.get(&(task, raw.clone())) {
                 return Ok(Some(first));
             }
-            self.copies.insert((task, raw.clone()), line);
             if let Some(detail) = self.file_harness(&r, line, task) {
                 let bench = bench_of(&r);
                 self.mark(
@@ -1154,6 +1153,7 @@ impl Building {
                 );
                 return Err((Kind::Conflict, bench, detail));
             }
+            self.copies.insert((task, raw.clone()), line);
         }
         self.follow_tasks(&r, line);
         if kind == "end" {

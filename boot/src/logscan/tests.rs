@@ -285,6 +285,42 @@ fn garbage_inside_a_run_is_named_and_firmware_noise_before_it_is_not() {
 }
 
 #[test]
+fn past_five_places_of_a_kind_the_rest_are_listed_by_line() {
+    let mut l = lines(SUITE);
+    for at in [100, 90, 80, 70, 60, 50, 40, 30] {
+        l.insert(at, b"\x01\r\n".to_vec());
+    }
+    let scan = read(&l.concat());
+    assert_eq!(scan.damage.len(), 8);
+    let text = render(&scan, "x");
+    assert_eq!(
+        text.matches("DAMAGE   [garbage] line ").count(),
+        5,
+        "{text}"
+    );
+    assert!(
+        text.contains("DAMAGE   [garbage] 3 more at lines 86, 97, 108\n"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_second_different_result_for_one_event_is_a_conflict_and_the_first_is_kept() {
+    let mut l = lines(SUITE);
+    let other = String::from_utf8_lossy(&l[19]).replace("\"median\":98", "\"median\":99");
+    l.insert(20, other.into_bytes());
+    let scan = read(&l.concat());
+    assert_eq!(kinds(&scan), [(Kind::Conflict, 21)]);
+    assert!(
+        scan.damage[0]
+            .detail
+            .contains("a second `result` for tsc in this benchmark, different from line 20's")
+    );
+    assert_eq!(scan.runs[0].records, records_of(SUITE));
+    assert_eq!(scan.runs[0].incomplete[0].0, "empty");
+}
+
+#[test]
 fn repeated_lines_and_blocks_are_dropped_and_nothing_is_lost() {
     let mut l = lines(SUITE);
     // A line twice in a row, and a benchmark's block (lines 48-56) again after it.
