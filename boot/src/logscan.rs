@@ -1527,7 +1527,7 @@ fn check_protocol(mut b: Building, damage: &mut Vec<Damage>) -> Run {
         let cut_off = stopped && block.open;
         let mut lost = |record: &str, mut detail: String, why: String| {
             let kind = if cut_off {
-                detail.push_str(": the log stops before they came");
+                detail.push_str(": the run stops before they came (it has no `end` record)");
                 Kind::Truncated
             } else {
                 Kind::Missing

@@ -761,6 +761,9 @@ fn report(log: &Path, output: &OutputArgs) -> Result<ExitCode> {
             note(&output::write_files(&res, output)?);
         }
     }
+    if shown.is_empty() && (output.any() || output.perf_format().is_some()) {
+        eprintln!("baremark: no record of a run survived in the log: no results written");
+    }
     let summary = logscan::render(&scan, &log.display().to_string());
     if !summary.is_empty() {
         let _ = writeln!(human, "\n{}", summary.trim_end());

@@ -383,6 +383,19 @@ fn a_log_of_nothing_but_damage_is_damaged_not_empty() {
     let out = report(&bytes, &[]);
     assert_eq!(out.code, DAMAGED, "{}", out.stderr);
     has(&out.summary(), "cut 2");
+    // Only the cut records: no run survived, and asking for files says so.
+    let only_cut = [&l[2][..40], b"\r\n", &l[4][..40], b"\r\n"].concat();
+    let out = report(&only_cut, &["--json", "r.json"]);
+    assert_eq!(out.code, DAMAGED, "{}", out.stderr);
+    has(
+        &out.summary(),
+        "DAMAGE   [cut] line 1 (byte 0): a `cpu` record",
+    );
+    has(
+        &out.stderr,
+        "no record of a run survived in the log: no results written",
+    );
+    assert!(!out.dir.path().join("r.json").exists());
     // Nothing at all a baremark log has: a setup error, as before.
     let out = report(b"just some\nserial noise\n", &[]);
     assert_eq!(out.code, 2);
