@@ -11,7 +11,7 @@ use anyhow::{Context, Result, bail};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::records::records_of_log;
+use crate::logscan;
 use crate::results::{self, Benchmark, ResultRec, Results};
 use crate::table::num;
 
@@ -43,15 +43,21 @@ pub struct Input {
 /// Reads a results JSON file or a serial log, told apart by content.
 pub fn load(path: &Path) -> Result<Input> {
     let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
-    let text = String::from_utf8_lossy(&bytes);
-    load_str(&text).with_context(|| format!("{}", path.display()))
+    load_bytes(&bytes).with_context(|| format!("{}", path.display()))
 }
 
 /// [`load`] on text in memory.
 pub fn load_str(text: &str) -> Result<Input> {
+    load_bytes(text.as_bytes())
+}
+
+/// [`load`] on bytes in memory (a log is read as `report` reads it: damage found, the last
+/// run taken).
+pub fn load_bytes(bytes: &[u8]) -> Result<Input> {
+    let text = String::from_utf8_lossy(bytes);
     // A whole-document parse tells a results file from a log: a log is many JSON lines (and
     // text), so it does not parse as one value unless it is a single record.
-    if let Ok(Value::Object(doc)) = serde_json::from_str::<Value>(text)
+    if let Ok(Value::Object(doc)) = serde_json::from_str::<Value>(&text)
         && !doc.contains_key("type")
     {
         return match doc.get("schema").and_then(Value::as_str) {
@@ -66,17 +72,42 @@ pub fn load_str(text: &str) -> Result<Input> {
             ),
         };
     }
-    let records = records_of_log(text);
-    if records.is_empty() {
+    let scan = logscan::scan(bytes);
+    let runs: Vec<&logscan::Run> = scan.runs.iter().filter(|r| r.copy_of.is_none()).collect();
+    let Some(run) = runs.last() else {
         bail!(
             "neither a results JSON file (`{}`) nor a serial log with baremark records",
             results::SCHEMA
         );
+    };
+    let mut res = Results::from_records(&run.records);
+    for (payload, bench, why) in &run.incomplete {
+        res.mark_incomplete(payload, bench, why);
     }
-    let res = Results::from_records(&records);
+    let mut errors: Vec<String> = res.errors.iter().map(|e| e.message.clone()).collect();
+    if runs.len() > 1 {
+        errors.push(format!(
+            "the log holds {} runs: compared is the last (lines {}-{})",
+            runs.len(),
+            run.lines.0,
+            run.lines.1
+        ));
+    }
+    if !scan.damage.is_empty() {
+        errors.push(format!(
+            "the log is damaged ({} places): `baremark report` lists them",
+            scan.damage.len()
+        ));
+    }
+    errors.extend(
+        res.benchmarks
+            .iter()
+            .filter(|b| !b.incomplete.is_empty())
+            .map(|b| format!("{} is incomplete: {}", b.title(), b.incomplete.join("; "))),
+    );
     Ok(Input {
         kind: "serial log",
-        errors: res.errors.iter().map(|e| e.message.clone()).collect(),
+        errors,
         benchmarks: res.benchmarks,
     })
 }

@@ -11,6 +11,7 @@
 //! | `qemu`    | finding QEMU and OVMF, the QEMU command line                  |
 //! | `session` | one boot: stream, parse, time, judge; KVM/TCG choice          |
 //! | `records` | the record parser (schema: docs/records.md)                   |
+//! | `logscan` | a saved log read robustly: damage found, runs told apart      |
 //! | `render`  | the human-readable report                                     |
 //! | `results` | the measurement results, assembled from the records; JSON, CSV |
 //! | `table`   | the results as a summary table or perf-stat-like tables       |
@@ -25,6 +26,7 @@ pub mod content;
 pub mod diff;
 pub mod events_cli;
 pub mod image;
+pub mod logscan;
 pub mod output;
 pub mod payloads;
 pub mod perf_format;

@@ -11,10 +11,11 @@ use clap::{Parser, Subcommand};
 use baremark::content::{self, HarnessArgs, PayloadArgs};
 use baremark::events_cli;
 use baremark::image::{self, Firmware, OnEnd, RunConfig};
+use baremark::logscan;
 use baremark::output::{self, OutputArgs};
 use baremark::progress::Progress;
 use baremark::qemu::{Accel, PmuModel, QemuOptions};
-use baremark::records::{Record, records_of_log};
+use baremark::records::Record;
 use baremark::results::Results;
 use baremark::session::{self, BootRequest, Event, RunOutcome, Verdict};
 use baremark::{render, table};
@@ -27,6 +28,9 @@ const EXIT_ERROR: u8 = 2;
 const EXIT_NO_END: u8 = 3;
 /// Exit status when the run timed out.
 const EXIT_TIMEOUT: u8 = 4;
+/// Exit status of `report` when the log is damaged: records were lost or are doubtful; what
+/// was intact is rendered and the damage listed (docs/reliability.md).
+const EXIT_DAMAGED: u8 = 5;
 
 #[derive(Parser)]
 #[command(
@@ -712,32 +716,78 @@ fn write_images(args: ImageArgs) -> Result<()> {
     Ok(())
 }
 
+/// `report`: the log is read robustly (`logscan`): each run is rendered from its intact
+/// records, then what was lost or is doubtful, and where. Exit 0, 1 (a run's end record says
+/// fail), 5 (damaged: records lost or doubtful), 3 (a run has no end record), 2 (no records).
 fn report(log: &Path, output: &OutputArgs) -> Result<ExitCode> {
     output.check()?;
     let bytes = std::fs::read(log).with_context(|| format!("reading {}", log.display()))?;
-    let text = String::from_utf8_lossy(&bytes);
-    let records = records_of_log(&text);
-    if records.is_empty() {
+    let scan = logscan::scan(&bytes);
+    if scan.runs.is_empty() && scan.damage.is_empty() {
         bail!(
             "{} holds no baremark records (is it the raw serial output at 115200 baud?)",
             log.display()
         );
     }
     let mut human = output.human();
-    for record in &records {
-        if let Some(lines) = render::record_lines(record) {
-            let _ = writeln!(human, "{lines}");
+    let shown: Vec<&logscan::Run> = scan.runs.iter().filter(|r| r.copy_of.is_none()).collect();
+    let total = scan.runs.len();
+    for (i, run) in shown.iter().enumerate() {
+        if total > 1 {
+            let _ = writeln!(
+                human,
+                "{}=== run {} of {total} (lines {}-{}) ===",
+                if i > 0 { "\n" } else { "" },
+                run.number,
+                run.lines.0,
+                run.lines.1
+            );
+        }
+        for record in &run.records {
+            if let Some(lines) = render::record_lines(record) {
+                let _ = writeln!(human, "{lines}");
+            }
+        }
+        let mut res = Results::from_records(&run.records);
+        for (payload, bench, why) in &run.incomplete {
+            res.mark_incomplete(payload, bench, why);
+        }
+        let relevant = output::has_results(&res, &run.records);
+        if relevant {
+            let table = table::render(&res, output.detail);
+            let _ = writeln!(human, "\n{}", table.trim_end());
+        }
+        // The files hold one run: the last (a log appended to holds the newest last).
+        let last = i + 1 == shown.len();
+        if last && (relevant || output.any() || output.perf_format().is_some()) {
+            if shown.len() > 1 && (output.any() || output.perf_format().is_some()) {
+                eprintln!(
+                    "baremark: the results written are run {}'s (lines {}-{}), the last of the {total} runs in the log",
+                    run.number, run.lines.0, run.lines.1
+                );
+            }
+            output::print_perf(&res, output);
+            note(&output::write_files(&res, output)?);
         }
     }
-    finish_results(&records, output)?;
-    let end_status = records
-        .iter()
-        .find(|r| r.kind == "end")
-        .map(|r| r.str("status").unwrap_or("?").to_string());
-    Ok(match end_status.as_deref() {
-        Some("ok") => ExitCode::SUCCESS,
-        Some(_) => ExitCode::from(EXIT_KERNEL_FAILURE),
-        None => {
+    if shown.is_empty() && (output.any() || output.perf_format().is_some()) {
+        eprintln!("baremark: no record of a run survived in the log: no results written");
+    }
+    let summary = logscan::render(&scan, &log.display().to_string());
+    if !summary.is_empty() {
+        let _ = writeln!(human, "\n{}", summary.trim_end());
+    }
+    let _ = human.flush();
+    Ok(match scan.verdict() {
+        logscan::Verdict::Ok => ExitCode::SUCCESS,
+        logscan::Verdict::KernelFailure => ExitCode::from(EXIT_KERNEL_FAILURE),
+        logscan::Verdict::Damaged => {
+            eprintln!(
+                "baremark: the log is damaged: what was intact is rendered, the damage is listed above (exit status {EXIT_DAMAGED})"
+            );
+            ExitCode::from(EXIT_DAMAGED)
+        }
+        logscan::Verdict::NoEnd => {
             eprintln!(
                 "baremark: the log has no end record: the run did not finish (or the capture stopped early)"
             );

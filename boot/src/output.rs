@@ -167,10 +167,17 @@ pub fn print_perf(res: &Results, out: &OutputArgs) {
 /// run without benchmark payloads: then there is no table to print).
 pub fn results(records: &[Record]) -> Option<Results> {
     let res = Results::from_records(records);
-    let relevant = !res.benchmarks.is_empty()
-        || res.errors.iter().any(|e| e.kind == "harness_error")
+    has_results(&res, records).then_some(res)
+}
+
+/// Whether `res`, from `records`, is worth a table: benchmarks, harness errors, a summary.
+pub fn has_results(res: &Results, records: &[Record]) -> bool {
+    !res.benchmarks.is_empty()
+        || res
+            .errors
+            .iter()
+            .any(|e| e.kind == "harness_error" || e.kind == "lost")
         || records
             .iter()
-            .any(|r| r.kind == "bench_start" || r.kind == "summary");
-    relevant.then_some(res)
+            .any(|r| r.kind == "bench_start" || r.kind == "summary")
 }

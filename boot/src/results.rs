@@ -141,6 +141,10 @@ pub struct Benchmark {
     pub typed: Vec<ResultRec>,
     #[serde(skip)]
     pub typed_metrics: Vec<MetricRec>,
+    /// Why its records are not all there (lost in a damaged log, repetitions missing): the
+    /// figures that survived are shown, marked incomplete. Left out of the JSON when empty.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub incomplete: Vec<String>,
 }
 
 impl Benchmark {
@@ -171,7 +175,8 @@ impl Benchmark {
 /// Something that went wrong with a benchmark or a payload.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ErrorEntry {
-    /// `harness_error`, `task_error`, `fault`, `task_killed`, `end`, `incomplete`, `record`.
+    /// `harness_error`, `task_error`, `fault`, `task_killed`, `end`, `incomplete`, `record`,
+    /// `lost`.
     pub kind: String,
     pub payload: Option<String>,
     pub bench: Option<String>,
@@ -376,9 +381,42 @@ impl Results {
                 "no end record: the run did not finish (or the capture stopped early)".into(),
             );
         }
-        let gaps: Vec<ErrorEntry> = res.benchmarks.iter().flat_map(check_samples).collect();
-        res.errors.extend(gaps);
+        for b in &mut res.benchmarks {
+            let gaps = check_samples(b);
+            b.incomplete.extend(gaps.iter().map(|e| e.message.clone()));
+            res.errors.extend(gaps);
+        }
         res
+    }
+
+    /// Marks the benchmark `payload/bench` incomplete (its records were lost or doubtful in a
+    /// damaged log, docs/reliability.md). A benchmark none of whose records survived gets an
+    /// error instead.
+    pub fn mark_incomplete(&mut self, payload: &str, bench: &str, why: &str) {
+        let mut found = false;
+        for b in self
+            .benchmarks
+            .iter_mut()
+            .filter(|b| b.payload == payload && b.bench == bench)
+        {
+            found = true;
+            if !b.incomplete.iter().any(|w| w == why) {
+                b.incomplete.push(why.to_string());
+            }
+        }
+        if !found {
+            self.error(
+                "lost",
+                Some(payload),
+                Some(bench),
+                format!("no record of this benchmark survived: {why}"),
+            );
+        }
+    }
+
+    /// Whether a benchmark is marked incomplete.
+    pub fn any_incomplete(&self) -> bool {
+        self.benchmarks.iter().any(|b| !b.incomplete.is_empty())
     }
 
     fn error(&mut self, kind: &str, payload: Option<&str>, bench: Option<&str>, message: String) {

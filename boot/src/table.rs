@@ -195,9 +195,14 @@ pub fn benchmark(b: &Benchmark) -> String {
     };
     let _ = writeln!(
         out,
-        " Performance counter stats for '{}' ({what}; tsc in ticks):\n",
+        " Performance counter stats for '{}' ({what}; tsc in ticks):",
         b.title()
     );
+    // Records lost in a damaged log: what survived is shown, and said to be partial.
+    if !b.incomplete.is_empty() {
+        let _ = writeln!(out, "   INCOMPLETE: {}", b.incomplete.join("; "));
+    }
+    out.push('\n');
     // Wide enough for the longest name (nanoBench configs name events like
     // `OFFCORE_RESPONSE.DEMAND_DATA_RD.ANY_RESPONSE`), so the counter column stays aligned.
     let w_event = b
@@ -402,11 +407,15 @@ pub fn summary(res: &Results) -> String {
     rows.push(header);
     for b in &res.benchmarks {
         let overhead_row = is_overhead_row(b);
-        let mut row = vec![if overhead_row {
+        let mut name = if overhead_row {
             format!("{} (the overhead)", b.title())
         } else {
             b.title()
-        }];
+        };
+        if !b.incomplete.is_empty() {
+            name.push_str(" (incomplete)");
+        }
+        let mut row = vec![name];
         row.extend(
             columns
                 .iter()
@@ -514,6 +523,14 @@ pub fn summary(res: &Results) -> String {
             out,
             "   interrupts in the measured regions (they are in the values): {}",
             interrupted.join(", ")
+        );
+    }
+    for b in res.benchmarks.iter().filter(|b| !b.incomplete.is_empty()) {
+        let _ = writeln!(
+            out,
+            "   incomplete: {}: {} (the figures shown are those that survived)",
+            b.title(),
+            b.incomplete.join("; ")
         );
     }
     let _ = writeln!(
