@@ -1149,7 +1149,7 @@ impl Running {
         // on it, and the next run of the same task needs it again).
         hwcpu::set_user_rdpmc(pce);
         self.pce_entries += u64::from(pce);
-        let exit = user::run(&mut self.ctx);
+        let exit = user::run(&mut self.ctx, &self.space);
         // The run started at the exit assembly's reading (with the virtual TSC stopped too, so
         // that the watchdog and the round-robin progress count ring 3 alone).
         let resumed = self.ctx.entered_tsc();
