@@ -56,6 +56,8 @@ fn the_sdk_reads_the_kernels_counter_page_layout() {
         baremark_sdk::Error::check(baremark_sdk::ECOUNTERS),
         Err(baremark_sdk::Error::Counters)
     );
+    assert_eq!(baremark_sdk::ENOMEM, baremark_kernel::task::abi::ENOMEM);
+    assert_eq!(baremark_sdk::ELIMIT, baremark_kernel::task::abi::ELIMIT);
     {
         use baremark_kernel::task::hwslots::{FIXED_ENTRY, fixed_entry};
         use events::event::Modifiers;

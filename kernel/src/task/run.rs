@@ -55,11 +55,13 @@ use baremark_hw::user::{self, AddressSpace, Exit, UserContext};
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use alloc::boxed::Box;
+use alloc::rc::Rc;
+use core::cell::RefCell;
 
 use crate::harness::session::{Bench, RunPlan, Sink};
 use crate::record::Record;
 
-use super::abi::{ENOENT, STACK_PAGES, STACK_TOP, USER_PAGE_ADDR};
+use super::abi::{ENOENT, STACK_PAGES, STACK_TOP, SpawnLimit, USER_PAGE_ADDR};
 use super::elf::{self, Limits, LoadPlan};
 use super::hwslots::{self, HwSlot};
 use super::ring3::{self, Task, report_fault};
@@ -249,8 +251,9 @@ pub fn run_payloads(
                     run_family(t, budget, &mut summary);
                 }
             }
-            Err(message) => {
+            Err(e) => {
                 summary.rejected += 1;
+                let message = e.message;
                 record("task_error", |r| {
                     r.str("task", task.name)
                         .u64("task_index", task.index)
@@ -560,38 +563,70 @@ fn calibrate_switch(tsc_hz: Option<u64>, events: &[u64]) -> Option<Switch> {
     })
 }
 
-/// Plans and maps a payload: its segments, its stack, its counter page. `Err` says why not.
-fn load(task: Task, bytes: &[u8]) -> Result<(LoadPlan, AddressSpace), alloc::string::String> {
-    let plan = elf::plan(bytes, &Limits::default()).map_err(|e| format!("{e}"))?;
+/// Why a payload could not be loaded.
+struct LoadError {
+    message: alloc::string::String,
+    /// The machine ran out of free memory (the ELF itself was fine): `spawn` says `ENOMEM`.
+    out_of_memory: bool,
+}
+
+impl LoadError {
+    fn new(message: alloc::string::String) -> LoadError {
+        LoadError {
+            message,
+            out_of_memory: false,
+        }
+    }
+
+    /// A mapping failed: out of memory if that is why.
+    fn mapping(e: user::MapError, what: core::fmt::Arguments<'_>) -> LoadError {
+        let out_of_memory = e == user::MapError::OutOfFrames;
+        let message = if out_of_memory {
+            let free = baremark_hw::paging::frame_stats().free_frames;
+            format!("not enough free memory: {what} ({free} frames of 4 KiB free)")
+        } else {
+            format!("{what}: {e:?}")
+        };
+        LoadError {
+            message,
+            out_of_memory,
+        }
+    }
+}
+
+/// Plans and maps a payload: its segments, its stack, its counter page. `Err` says why not (an
+/// address space mapped in part is dropped, so its frames go back).
+fn load(task: Task, bytes: &[u8]) -> Result<(LoadPlan, AddressSpace), LoadError> {
+    let plan = elf::plan(bytes, &Limits::default()).map_err(|e| LoadError::new(format!("{e}")))?;
     let mut space =
-        AddressSpace::new().map_err(|e| format!("no memory for an address space ({e:?})"))?;
+        AddressSpace::new().map_err(|e| LoadError::mapping(e, format_args!("no address space")))?;
     for (i, seg) in plan.segments.iter().enumerate() {
         let mut page = seg.page_start;
         while page < seg.page_end {
-            space
-                .map(page, seg.writable, seg.executable)
-                .map_err(|e| format!("mapping segment {i} at {page:#x}: {e:?}"))?;
+            space.map(page, seg.writable, seg.executable).map_err(|e| {
+                LoadError::mapping(e, format_args!("mapping segment {i} at {page:#x}"))
+            })?;
             page += user::PAGE_SIZE;
         }
-        let file = bytes
-            .get(seg.file_range.clone())
-            .ok_or_else(|| format!("segment {i}: file range outside the payload"))?;
+        let file = bytes.get(seg.file_range.clone()).ok_or_else(|| {
+            LoadError::new(format!("segment {i}: file range outside the payload"))
+        })?;
         space
             .write(seg.vaddr, file)
-            .map_err(|e| format!("copying segment {i}: {e:?}"))?;
+            .map_err(|e| LoadError::new(format!("copying segment {i}: {e:?}")))?;
         // The frames are fresh and zeroed; zero the bss explicitly all the same (the loader's
         // contract, whatever the frame allocator does).
         let bss = seg.mem_size - file.len() as u64;
         space
             .zero(seg.vaddr + file.len() as u64, bss)
-            .map_err(|e| format!("zeroing the bss of segment {i}: {e:?}"))?;
+            .map_err(|e| LoadError::new(format!("zeroing the bss of segment {i}: {e:?}")))?;
     }
     space
         .map_stack(STACK_TOP, STACK_PAGES)
-        .map_err(|e| format!("mapping the stack: {e:?}"))?;
+        .map_err(|e| LoadError::mapping(e, format_args!("mapping the stack")))?;
     space
         .map(USER_PAGE_ADDR, false, false)
-        .map_err(|e| format!("mapping the counter page: {e:?}"))?;
+        .map_err(|e| LoadError::mapping(e, format_args!("mapping the counter page")))?;
     say!(
         "task   {}: entry {:#x}, {} segments, {} KiB",
         task.name,
@@ -688,6 +723,11 @@ struct Running {
     run_tsc: u64,
     /// Started by `spawn` (counted in [`SPAWNED_LIVE`] until dropped).
     spawned: bool,
+    /// The family it belongs to: the ramdisk payload it descends from and what its tasks share
+    /// (a ramdisk payload starts one).
+    family: Rc<RefCell<Family>>,
+    /// Its generation below its ramdisk payload (0: the payload itself).
+    depth: u32,
     /// The ramdisk (`spawn` looks payloads up in it).
     ramdisk: &'static [u8],
     /// The `task_index` of the task that spawned this one (`None`: a ramdisk payload, or an
@@ -749,6 +789,14 @@ struct PageState {
     slots: u64,
     /// The hardware counters run (their slots are readable with RDPMC).
     live: bool,
+}
+
+/// A ramdisk payload and the tasks it spawned, and their children, ...: what they share.
+struct Family {
+    /// Tasks the family started with `spawn` (against `abi::MAX_FAMILY_SPAWNS`).
+    spawned: u32,
+    /// The limits whose refusal was already reported (one `error` record per family and limit).
+    reported: Vec<SpawnLimit>,
 }
 
 /// A child of a task, as its parent sees it.
@@ -832,6 +880,11 @@ impl Running {
             children: Vec::new(),
             blocked_on: None,
             spawned: false,
+            family: Rc::new(RefCell::new(Family {
+                spawned: 0,
+                reported: Vec::new(),
+            })),
+            depth: 0,
             hw: Vec::new(),
             hw_rdpmc: Vec::new(),
             hw_msrs: Vec::new(),

@@ -4,14 +4,15 @@
 
 use alloc::boxed::Box;
 use alloc::format;
+use alloc::rc::Rc;
 use alloc::vec::Vec;
 use core::sync::atomic::Ordering;
 
 use baremark_hw::cpu as hwcpu;
 
 use super::super::abi::{
-    EABORTED, EBUSY, ECOUNTERS, EFAULT, EINVAL, ENOENT, ENOSPC, ENOSYS, MAX_CHILDREN, MAX_SPAWNED,
-    NAME_MAX, REPORT_MAX, SPAWN_ADD_CHILD, USER_PAGE_ADDR, VIRTUAL_TSC_INDEX, nr,
+    EABORTED, EBUSY, ECOUNTERS, EFAULT, EINVAL, ELIMIT, ENOENT, ENOMEM, ENOSPC, ENOSYS, NAME_MAX,
+    REPORT_MAX, SPAWN_ADD_CHILD, USER_PAGE_ADDR, VIRTUAL_TSC_INDEX, nr, spawn_limit,
 };
 use super::super::hwslots;
 use super::super::ring3::{self, Task, sys_write};
@@ -91,7 +92,7 @@ impl Running {
             nr::BENCH_GROUP => self.bench_group(a),
             nr::BENCH_SAMPLES => self.bench_samples(a, b, self.ctx.rdx),
             nr::BENCH_END => self.bench_end(),
-            nr::SPAWN => self.spawn(a, b, self.ctx.rdx),
+            nr::SPAWN => self.spawn(a, b, self.ctx.rdx, self.ctx.r10),
             nr::WAIT => match self.wait(a) {
                 Some(result) => result,
                 None => {
@@ -274,10 +275,11 @@ impl Running {
         0
     }
 
-    /// `spawn(name_ptr, name_len, flags)`: loads `payloads/<name>.elf` from the ramdisk as a
-    /// child task (pending until the scheduler takes it) with the parent's counter configuration
-    /// and zero counts. Returns its id (its `task_index`).
-    fn spawn(&mut self, ptr: u64, len: u64, flags: u64) -> i64 {
+    /// `spawn(name_ptr, name_len, flags, arg)`: loads `payloads/<name>.elf` from the ramdisk as
+    /// a child task (pending until the scheduler takes it) with the parent's counter
+    /// configuration and zero counts, starting with `arg` in RDI. Returns its id (its
+    /// `task_index`).
+    fn spawn(&mut self, ptr: u64, len: u64, flags: u64, arg: u64) -> i64 {
         if flags & !SPAWN_ADD_CHILD != 0 {
             return EINVAL;
         }
@@ -291,10 +293,37 @@ impl Running {
             Err(EINVAL) => return ENOENT,
             Err(e) => return e,
         };
-        if self.children.len() >= MAX_CHILDREN
-            || SPAWNED_LIVE.load(Ordering::Relaxed) >= MAX_SPAWNED
-        {
-            return EBUSY;
+        let limit = spawn_limit(
+            self.depth,
+            self.family.borrow().spawned,
+            self.children.len(),
+            SPAWNED_LIVE.load(Ordering::Relaxed),
+        );
+        if let Some(limit) = limit {
+            // Said once per family and limit (a spawn bomb hits them thousands of times).
+            let first = {
+                let mut family = self.family.borrow_mut();
+                let first = !family.reported.contains(&limit);
+                if first {
+                    family.reported.push(limit);
+                }
+                first
+            };
+            if first {
+                task_error(
+                    self.task,
+                    &format!(
+                        "spawn refused ({}): {} (reported once per family and limit)",
+                        if limit.code() == ELIMIT {
+                            "ELIMIT"
+                        } else {
+                            "EBUSY"
+                        },
+                        limit.describe()
+                    ),
+                );
+            }
+            return limit.code();
         }
         let index = NEXT_TASK_INDEX.fetch_add(1, Ordering::Relaxed);
         let task = Task { name, index };
@@ -306,20 +335,23 @@ impl Running {
                 .str("parent", parent.name)
                 .u64("parent_index", parent.index)
                 .bool("add_to_parent", add)
+                .hex("arg", arg)
         });
         let (plan, space) = match load(task, bytes) {
             Ok(loaded) => loaded,
-            Err(message) => {
+            Err(e) => {
+                let message = e.message;
                 record("task_error", |r| {
                     r.str("task", task.name)
                         .u64("task_index", task.index)
                         .str("message", &message)
                 });
                 say!("task   {}: not run: {message}", task.name);
-                return ENOENT;
+                return if e.out_of_memory { ENOMEM } else { ENOENT };
             }
         };
         SPAWNED_LIVE.fetch_add(1, Ordering::Relaxed);
+        self.family.borrow_mut().spawned += 1;
         let mut child = Running::start(task, &plan, space, self.tsc_hz);
         child.harness = self.harness;
         child.spawned = true;
@@ -332,6 +364,9 @@ impl Running {
         child.ramdisk = self.ramdisk;
         child.parent = Some(parent.index);
         child.add_to_parent = add;
+        child.ctx.rdi = arg;
+        child.family = Rc::clone(&self.family);
+        child.depth = self.depth + 1;
         self.children.push(Child {
             index,
             state: ChildState::Pending(Box::new(child)),
