@@ -777,6 +777,14 @@ struct Running {
     page_pin: Option<user::PinnedPage>,
     /// The benchmark between `bench_begin` and `bench_end`.
     bench: Option<Bench>,
+    /// Its id (`bench_begin`'s result: the task's benchmarks numbered from 1), which the
+    /// other harness calls may name.
+    bench_id: u64,
+    /// Benchmarks the task has begun (the last one's id).
+    benches_begun: u64,
+    /// Whether a `counters_configure` or `counters_reset` was refused in the open benchmark
+    /// (the first refusal is reported, not every one).
+    bench_counters_refused: bool,
     /// Its x87/SSE/AVX registers while another task has the CPU's (`hw::fpu`).
     vector: VectorState,
 }
@@ -899,6 +907,9 @@ impl Running {
             hw_switch: None,
             page_pin,
             bench: None,
+            bench_id: 0,
+            benches_begun: 0,
+            bench_counters_refused: false,
             vector: VectorState::new(),
         }
     }

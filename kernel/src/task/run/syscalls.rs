@@ -64,6 +64,9 @@ impl Running {
                     Err(e) => e,
                 }
             }
+            nr::COUNTERS_CONFIGURE if self.bench.is_some() => {
+                self.refuse_counters_in_bench("counters_configure")
+            }
             nr::COUNTERS_CONFIGURE => self.configure(a, b),
             nr::COUNTERS_START => {
                 self.counting = true;
@@ -72,6 +75,9 @@ impl Running {
             nr::COUNTERS_STOP => {
                 self.counting = false;
                 0
+            }
+            nr::COUNTERS_RESET if self.bench.is_some() => {
+                self.refuse_counters_in_bench("counters_reset")
             }
             nr::COUNTERS_RESET => match self.vc.reset() {
                 Ok(()) => {
@@ -89,9 +95,18 @@ impl Running {
             nr::READ_WINDOW => self.set_read_window(a, b, self.ctx.rdx, self.ctx.r10),
             nr::BENCH_PLAN => self.bench_plan(a, b),
             nr::BENCH_BEGIN => self.bench_begin(a, b, self.ctx.rdx, self.ctx.r10),
-            nr::BENCH_GROUP => self.bench_group(a),
-            nr::BENCH_SAMPLES => self.bench_samples(a, b, self.ctx.rdx),
-            nr::BENCH_END => self.bench_end(),
+            nr::BENCH_GROUP => match self.check_bench_id("bench_group", b) {
+                Ok(()) => self.bench_group(a),
+                Err(e) => e,
+            },
+            nr::BENCH_SAMPLES => match self.check_bench_id("bench_samples", self.ctx.rdx >> 8) {
+                Ok(()) => self.bench_samples(a, b, self.ctx.rdx & 0xff),
+                Err(e) => e,
+            },
+            nr::BENCH_END => match self.check_bench_id("bench_end", a) {
+                Ok(()) => self.bench_end(),
+                Err(e) => e,
+            },
             nr::SPAWN => self.spawn(a, b, self.ctx.rdx, self.ctx.r10),
             nr::WAIT => match self.wait(a) {
                 Some(result) => result,
@@ -117,6 +132,41 @@ impl Running {
         let bench = self.bench.as_ref().map(|b| b.name.as_str());
         harness_error(self.task, bench, message);
         code
+    }
+
+    /// `counters_configure` or `counters_reset` while a benchmark is open: refused (`EBUSY`),
+    /// since a new generation restarts the virtual TSC and the counters the harness's regions
+    /// read (their deltas would span the restart). The first refusal in a benchmark sends a
+    /// `harness_error`; the benchmark goes on, measured as if the call had not been made.
+    fn refuse_counters_in_bench(&mut self, call: &str) -> i64 {
+        if core::mem::replace(&mut self.bench_counters_refused, true) {
+            return EBUSY;
+        }
+        self.refuse(
+            EBUSY,
+            &format!(
+                "{call} refused (EBUSY) while a benchmark is open: the harness owns the task's \
+                counters from bench_begin to bench_end (a new generation would restart the \
+                virtual TSC under the measured regions); later refusals in this benchmark are \
+                not reported"
+            ),
+        )
+    }
+
+    /// A harness call that names benchmark `id` (0: whichever is open): `Err` (`EINVAL`, a
+    /// `harness_error`) unless that is the open one. So a payload whose measured code ends its
+    /// benchmark and begins another (zoo-syscall-storm) cannot hand the first one's samples to
+    /// the second.
+    fn check_bench_id(&self, call: &str, id: u64) -> Result<(), i64> {
+        match session::addressed_bench(
+            self.bench
+                .as_ref()
+                .map(|b| (self.bench_id, b.name.as_str())),
+            id,
+        ) {
+            Ok(()) => Ok(()),
+            Err(why) => Err(self.refuse(EINVAL, &format!("{call}: {why}"))),
+        }
     }
 
     /// `bench_plan(ptr, len)`: the plan's words (docs/harness.md) into the task's buffer.
@@ -153,7 +203,10 @@ impl Running {
                 session::emit_start(self.task.name, &b, plan, &mut Console);
                 BENCHES.fetch_add(1, Ordering::Relaxed);
                 self.bench = Some(b);
-                0
+                self.benches_begun += 1;
+                self.bench_id = self.benches_begun;
+                self.bench_counters_refused = false;
+                self.bench_id as i64
             }
             Ok(Err(message)) => self.refuse(EINVAL, &message),
             Err(e) => self.refuse(e, "bench_begin: the name is not readable text of the task"),
