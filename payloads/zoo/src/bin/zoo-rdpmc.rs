@@ -9,10 +9,14 @@
 //! `EABORTED`.
 //!
 //! The parent first reads the virtual TSC through RDPMC with garbage in RCX's upper half (RDPMC
-//! takes ECX only: the kernel must emulate it), runs the cases without counters, then configures
-//! one counter (instructions in ring 3, GP 0; refused with `EINVAL` on a machine without a PMU)
-//! and, if that worked, runs the cases again with it (`arg` 0x100 + case: the children inherit
-//! the counter, so index 0 is theirs, read by the hardware with CR4.PCE set). It exits 0.
+//! takes ECX only: the kernel must emulate it) and runs the cases without counters. Then, on a
+//! machine with a PMU (else `counters_configure` says `EINVAL` and it stops there), it counts
+//! instructions in ring 3 on GP 0, GP 1 and fixed counter 0 for a while, keeps only GP 0, and
+//! runs the cases again (`arg` 0x100 + case): the children inherit GP 0, so index 0 is theirs
+//! (read by the hardware: CR4.PCE is set for them), and every RDPMC runs in hardware. GP 1 and
+//! fixed 0 are counters the CPU has but the child does not own: the hardware does not fault,
+//! so they must read 0, not the parent's counts (the kernel clears the counters a task does
+//! not own when it loads its events). It exits 0.
 #![cfg_attr(target_os = "none", no_std, no_main)]
 
 #[cfg(target_os = "none")]
@@ -52,17 +56,37 @@ mod payload {
             u8::from(b > a)
         ));
         let aborted = run_cases("zoo-rdpmc", 1..=CASES);
-        // GP 0 counting instructions retired in ring 3 (USR), without EN.
-        let configured = baremark_sdk::counters_configure(&[0xc0 | (1 << 16)]);
+        // Instructions retired in ring 3 (USR, without EN) on GP 0, GP 1 and fixed counter 0
+        // (GP 0 and GP 1 where there is no fixed counter 0), counted for a while.
+        const INSTRUCTIONS_USR: u64 = 0xc0 | (1 << 16);
+        let three = [
+            INSTRUCTIONS_USR,
+            INSTRUCTIONS_USR,
+            baremark_sdk::fixed_entry(0, true, false),
+        ];
+        let configured = baremark_sdk::counters_configure(&three)
+            .or_else(|_| baremark_sdk::counters_configure(&three[..2]));
+        let mut x = 0u64;
+        for i in 0..10_000u64 {
+            x = core::hint::black_box(x.wrapping_add(i));
+        }
+        let mut counts = [0u64; 16];
+        let read = baremark_sdk::counters_read(&mut counts).map_or(0, |r| r.n);
+        // Then GP 0 alone, which the children inherit.
+        let kept = configured.and_then(|_| baremark_sdk::counters_configure(&three[..1]));
         report(format_args!(
-            "aborted_without_counters={aborted}\ncounters_configure={}",
-            match configured {
+            "aborted_without_counters={aborted}\ncounters_configure={}\ncounted={read}\n\
+             gp0={}\ngp1={}\nfixed0={}",
+            match kept {
                 Ok(_) => "ok",
                 Err(baremark_sdk::Error::Invalid) => "EINVAL",
                 Err(_) => "error",
-            }
+            },
+            counts[0],
+            counts[1],
+            counts[2]
         ));
-        if configured.is_ok() {
+        if kept.is_ok() {
             run_cases("zoo-rdpmc", (1..=CASES).map(|c| WITH_COUNTER | c));
         }
         0
