@@ -113,6 +113,7 @@ pub static ZOO: &[Payload] = &[
     zoo_payload!("zoo-page-write"),
     zoo_payload!("zoo-rdpmc"),
     zoo_payload!("zoo-syscall-storm"),
+    zoo_payload!("zoo-syscall-flood"),
     zoo_payload!("zoo-smc"),
     zoo_payload!("zoo-port-io"),
 ];

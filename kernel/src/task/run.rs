@@ -721,6 +721,9 @@ struct Running {
     counting: bool,
     /// TSC ticks the task ran in ring 3, counting or not (the watchdog's measure).
     run_tsc: u64,
+    /// TSC ticks the kernel spent serving the task's syscalls and exceptions (from the entry
+    /// assembly's reading to the end of the service): the watchdog budgets it too, separately.
+    service_tsc: u64,
     /// Started by `spawn` (counted in [`SPAWNED_LIVE`] until dropped).
     spawned: bool,
     /// The family it belongs to: the ramdisk payload it descends from and what its tasks share
@@ -882,6 +885,7 @@ impl Running {
             pce_entries: 0,
             counting: true,
             run_tsc: 0,
+            service_tsc: 0,
             ramdisk: &[],
             parent: None,
             add_to_parent: false,
@@ -967,9 +971,16 @@ impl Running {
         }
     }
 
-    /// TSC ticks of its budget the task has left (`None`: no budget).
+    /// TSC ticks of its budget the task has left (`None`: no budget): the less of what is left
+    /// of its time in ring 3 and of the kernel's time serving it, each budgeted on its own. A
+    /// task that keeps the kernel busy (a flood of syscalls, each cheap in ring 3 and expensive
+    /// in the kernel: zoo-syscall-flood) is stopped too, not only one that runs long.
     fn remaining_budget(&self) -> Option<u64> {
-        self.budget.map(|b| b.tsc().saturating_sub(self.run_tsc))
+        self.budget.map(|b| {
+            let tsc = b.tsc();
+            tsc.saturating_sub(self.run_tsc)
+                .min(tsc.saturating_sub(self.service_tsc))
+        })
     }
 
     /// The watchdog ends the task: its `task_killed` record.
@@ -977,18 +988,32 @@ impl Running {
         let task = self.task;
         let vtsc = self.vc.values().tsc;
         let (ms, tsc) = self.budget.map_or((0, 0), |b| (b.ms, b.tsc()));
+        let exceeded = if self.service_tsc >= tsc && self.run_tsc < tsc {
+            "service"
+        } else {
+            "ring3"
+        };
         record("task_killed", |r| {
             r.str("task", task.name)
                 .u64("task_index", task.index)
                 .u64("budget_ms", u64::from(ms))
                 .u64("budget_tsc", tsc)
+                .str("exceeded", exceeded)
                 .u64("virtual_tsc", vtsc)
+                .u64("service_tsc", self.service_tsc)
                 .u64("syscalls", self.syscalls)
                 .u64("interrupts", self.interrupts)
         });
         say!(
-            "task   {}: killed: past its budget of {ms} ms ({tsc} TSC ticks) | virtual tsc {vtsc}",
-            task.name
+            "task   {}: killed: past its budget of {ms} ms ({tsc} TSC ticks) of {} | virtual tsc \
+             {vtsc} | kernel service {} TSC ticks",
+            task.name,
+            if exceeded == "service" {
+                "the kernel's service"
+            } else {
+                "its own time"
+            },
+            self.service_tsc
         );
     }
 
@@ -996,15 +1021,19 @@ impl Running {
     fn step(&mut self) -> Step {
         let task = self.task;
         match self.enter() {
-            Exit::Syscall => match self.syscall() {
-                Served::Exit(code) => {
-                    self.report_exit(code);
-                    Step::Ended(Ended::Exited(code))
+            Exit::Syscall => {
+                let served = self.syscall();
+                self.add_service();
+                match served {
+                    Served::Exit(code) => {
+                        self.report_exit(code);
+                        Step::Ended(Ended::Exited(code))
+                    }
+                    Served::Yield => Step::Yielded,
+                    Served::Wait => Step::Blocked,
+                    Served::Done => Step::Continue,
                 }
-                Served::Yield => Step::Yielded,
-                Served::Wait => Step::Blocked,
-                Served::Done => Step::Continue,
-            },
+            }
             Exit::Trap { vector, .. } if ring3::is_interrupt(vector) => {
                 self.interrupts += 1;
                 ring3::forward_interrupt(vector);
@@ -1020,7 +1049,9 @@ impl Running {
                 cr2,
             } => {
                 let detail = if vector == INVALID_OPCODE || vector == GENERAL_PROTECTION {
-                    match self.try_rdpmc() {
+                    let emulated = self.try_rdpmc();
+                    self.add_service();
+                    match emulated {
                         Ok(()) => return Step::Continue,
                         Err(detail) => detail,
                     }
@@ -1044,6 +1075,13 @@ impl Running {
         }
     }
 
+    /// Counts the kernel's service of the task's last return to the kernel (a syscall, an
+    /// emulated instruction), from the entry assembly's TSC reading to now.
+    fn add_service(&mut self) {
+        let served = hwcpu::rdtsc().wrapping_sub(self.ctx.left_tsc());
+        self.service_tsc = self.service_tsc.saturating_add(served);
+    }
+
     fn report_exit(&self, code: i64) {
         let task = self.task;
         let entries = self.ctx.entries();
@@ -1054,6 +1092,7 @@ impl Running {
                 .i64("code", code)
                 .u64("virtual_tsc", vtsc)
                 .u64("syscalls", self.syscalls)
+                .u64("service_tsc", self.service_tsc)
                 .u64("interrupts", self.interrupts)
                 .u64("rdpmc_emulated", self.rdpmc_emulated)
                 .bool("pce", self.pce_entries > 0)
