@@ -166,6 +166,20 @@ fn crafted_elfs_are_refused_by_the_loader_on_the_host() {
     for (name, bytes, expected) in crafted_elfs() {
         assert_eq!(plan(&bytes, &Limits::default()), Err(expected), "{name}");
     }
+    // Past the user range in the lower half too: where the stack and the counter page live,
+    // and page 0.
+    for vaddr in [Limits::DEFAULT_USER_END, USER_PAGE_ADDR, 0] {
+        let bytes = crafted(vaddr, &[Load { vaddr, ..TEXT }]);
+        assert_eq!(
+            plan(&bytes, &Limits::default()),
+            Err(PayloadError::SegmentOutOfRange {
+                index: 0,
+                vaddr,
+                end: vaddr + CODE.len() as u64
+            }),
+            "{vaddr:#x}"
+        );
+    }
     // 16 segments are allowed: the 17th is what is refused.
     let sixteen: Vec<Load> = (0..16u64)
         .map(|i| Load {
