@@ -79,4 +79,15 @@ fn main() {
     if suite {
         println!("cargo:rustc-cfg=baremark_suite");
     }
+    // The misbehaving payloads (payloads/zoo, one bin per misbehaviour): each bin's path as
+    // `BAREMARK_ZOO_ELF_<bin>` for payloads.rs.
+    let prefix = "CARGO_BIN_FILE_BAREMARK_PAYLOAD_ZOO_";
+    for (var, path) in std::env::vars_os() {
+        if let Some(bin) = var.to_str().and_then(|v| v.strip_prefix(prefix)) {
+            println!(
+                "cargo:rustc-env=BAREMARK_ZOO_ELF_{bin}={}",
+                path.to_string_lossy()
+            );
+        }
+    }
 }

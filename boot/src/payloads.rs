@@ -93,14 +93,54 @@ pub static SUITE: &[Payload] = &[
 #[cfg(not(baremark_suite))]
 pub static SUITE: &[Payload] = &[];
 
-/// The built-in payload called `name` (test payloads and the suite's).
+/// A misbehaving payload (`payloads/zoo`, crate `baremark-payload-zoo`), built as an artifact
+/// dependency; build.rs names its path `BAREMARK_ZOO_ELF_<bin>`.
+macro_rules! zoo_payload {
+    ($name:literal) => {
+        Payload {
+            name: $name,
+            elf: include_bytes!(env!(
+                concat!("BAREMARK_ZOO_ELF_", $name),
+                concat!("payloads/zoo has no bin `", $name, "`")
+            )),
+        }
+    };
+}
+
+/// The misbehaving payloads (docs/reliability.md, "Misbehaving payloads"): each does one thing
+/// a broken or hostile benchmark could do, which the kernel must contain (a record, and the run
+/// goes on). In no suite: `--builtin zoo-...`. Those that spawn children spawn themselves, so
+/// they must be in the ramdisk under these names.
+pub static ZOO: &[Payload] = &[
+    zoo_payload!("zoo-memory"),
+    zoo_payload!("zoo-memory-elf"),
+    zoo_payload!("zoo-stack"),
+    zoo_payload!("zoo-spawn-bomb"),
+    zoo_payload!("zoo-page-write"),
+    zoo_payload!("zoo-rdpmc"),
+    zoo_payload!("zoo-syscall-storm"),
+    zoo_payload!("zoo-syscall-flood"),
+    zoo_payload!("zoo-smc"),
+    zoo_payload!("zoo-port-io"),
+];
+
+/// The built-in payload called `name` (test payloads, the suite's and the zoo's).
 pub fn builtin(name: &str) -> Option<&'static Payload> {
-    BUILTIN.iter().chain(SUITE).find(|p| p.name == name)
+    BUILTIN
+        .iter()
+        .chain(SUITE)
+        .chain(ZOO)
+        .find(|p| p.name == name)
 }
 
 /// The names of every built-in payload, for messages.
 pub fn builtin_names() -> Vec<&'static str> {
-    BUILTIN.iter().chain(SUITE).map(|p| p.name).collect()
+    BUILTIN
+        .iter()
+        .chain(SUITE)
+        .chain(ZOO)
+        .map(|p| p.name)
+        .collect()
 }
 
 /// A named list of built-in payloads (`--suite NAME`).
@@ -230,6 +270,19 @@ mod tests {
             assert!(BUILTIN.iter().all(|b| !s.payloads.contains(&b.name)));
         }
         assert!(suite_payloads("none").unwrap().is_empty());
+        // The zoo is in no suite; its names say what it is, once each.
+        let mut zoo: Vec<&str> = ZOO.iter().map(|p| p.name).collect();
+        assert!(zoo.iter().all(|n| n.starts_with("zoo-")));
+        assert!(
+            SUITES
+                .iter()
+                .all(|s| s.payloads.iter().all(|p| !zoo.contains(p)))
+        );
+        zoo.sort_unstable();
+        zoo.dedup();
+        assert_eq!(zoo.len(), ZOO.len());
+        assert!(builtin("zoo-spawn-bomb").is_some());
+        assert!(builtin_names().contains(&"zoo-rdpmc"));
         let e = suite_payloads("nope").unwrap_err().to_string();
         assert!(
             e.contains("no suite `nope`") && e.contains("memory ("),

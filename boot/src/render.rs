@@ -333,10 +333,18 @@ pub fn record_lines(r: &Record) -> Option<String> {
             }
         ),
         "task_killed" => format!(
-            "{}{}: killed by the watchdog: past its budget of {} ms | virtual tsc {} | {} syscalls, {} interrupts",
+            "{}{}: killed by the watchdog: past its budget of {} ms{} | virtual tsc {} | {} syscalls, {} interrupts",
             label("TASK"),
             s(r, "task"),
             r.u64("budget_ms").unwrap_or(0),
+            if r.str("exceeded") == Some("service") {
+                format!(
+                    " of the kernel's time serving its syscalls ({} TSC ticks)",
+                    r.u64("service_tsc").unwrap_or(0)
+                )
+            } else {
+                String::new()
+            },
             r.u64("virtual_tsc").unwrap_or(0),
             r.u64("syscalls").unwrap_or(0),
             r.u64("interrupts").unwrap_or(0)
@@ -474,6 +482,23 @@ mod tests {
         assert_eq!(
             record_lines(&end).unwrap(),
             "end      FAIL (kernel panic) | interrupts: timer 7, nmi 0, spurious 0, unexpected 0"
+        );
+        // The watchdog says which budget ran out when it was the kernel's service.
+        let killed = rec(
+            r#"{"type":"task_killed","v":1,"task":"flood","task_index":0,"budget_ms":20,"exceeded":"service","service_tsc":20001000,"virtual_tsc":90000,"syscalls":5000,"interrupts":1}"#,
+        );
+        let line = record_lines(&killed).unwrap();
+        assert!(
+            line.contains("past its budget of 20 ms of the kernel's time serving its syscalls (20001000 TSC ticks) | virtual tsc 90000"),
+            "{line}"
+        );
+        let killed = rec(
+            r#"{"type":"task_killed","v":1,"task":"spin","task_index":0,"budget_ms":20,"exceeded":"ring3","virtual_tsc":20000100}"#,
+        );
+        let line = record_lines(&killed).unwrap();
+        assert!(
+            line.contains("past its budget of 20 ms | virtual tsc 20000100"),
+            "{line}"
         );
     }
 

@@ -338,8 +338,13 @@ impl Results {
                     r.str("task"),
                     None,
                     format!(
-                        "killed by the watchdog past its budget of {} ms",
-                        r.u64("budget_ms").unwrap_or(0)
+                        "killed by the watchdog past its budget of {} ms{}",
+                        r.u64("budget_ms").unwrap_or(0),
+                        if r.str("exceeded") == Some("service") {
+                            " of the kernel's time serving its syscalls"
+                        } else {
+                            ""
+                        }
                     ),
                 ),
                 "fault" if r.str("mode") == Some("user") => res.error(

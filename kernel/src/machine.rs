@@ -137,13 +137,22 @@ pub fn run(boot_info: &'static mut BootInfo) -> ! {
         counter_preset: config.counter_preset,
         fault_at_switch_in: config.test_pmu_fault,
     });
+    let frames_before = baremark_hw::paging::frame_stats();
     if config.canary {
         crate::canary::plant();
     }
     let payloads = crate::task::run::run_payloads(facts.ramdisk, tsc_hz, quantum, budget, harness);
     if payloads.payloads > 0 {
+        let frames = baremark_hw::paging::frame_stats();
         record("summary", |r| {
             r.u64("payloads", payloads.payloads)
+                .u64("spawned", payloads.spawned)
+                .object("frames", |r| {
+                    r.u64("before", frames_before.allocated_frames)
+                        .u64("after", frames.allocated_frames)
+                        .u64("peak", frames.peak_frames)
+                        .u64("usable", frames.usable_bytes / 4096)
+                })
                 .u64("benchmarks", payloads.benchmarks)
                 .u64("results", payloads.results)
                 .u64("unsupported", payloads.unsupported)

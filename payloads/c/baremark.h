@@ -34,6 +34,10 @@ enum {
 	BM_ENOENT = -4,
 	BM_EBUSY = -5,
 	BM_ENOSPC = -6,
+	BM_EABORTED = -7,
+	BM_ECOUNTERS = -8,
+	BM_ENOMEM = -9,
+	BM_ELIMIT = -10,
 };
 
 /* The counter page (kernel/src/task/user_page.rs). */

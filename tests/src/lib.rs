@@ -247,7 +247,7 @@ pub fn boot_with_text_time(
 }
 
 /// The fuzzer's result counts, as its report names them: values, then each ABI error code.
-pub const FUZZ_RESULTS: [&str; 9] = [
+pub const FUZZ_RESULTS: [&str; 11] = [
     "ok",
     "einval",
     "efault",
@@ -257,6 +257,8 @@ pub const FUZZ_RESULTS: [&str; 9] = [
     "enospc",
     "eaborted",
     "ecounters",
+    "enomem",
+    "elimit",
 ];
 
 /// One run of the syscall fuzzer (`fuzz-syscalls`, docs/reliability.md).

@@ -1,8 +1,8 @@
 //! The built-in payloads, as the kernel's loader will see them: each must be a static ELF64
 //! executable that `task::elf::plan` accepts, with its entry in an executable segment.
 
-use baremark::payloads::BUILTIN;
-use baremark_kernel::task::elf::{Limits, plan};
+use baremark::payloads::{BUILTIN, ZOO};
+use baremark_kernel::task::elf::{Limits, PayloadError, plan};
 
 #[test]
 fn every_builtin_payload_is_accepted_by_the_kernels_loader() {
@@ -34,6 +34,39 @@ fn every_builtin_payload_is_accepted_by_the_kernels_loader() {
     }
 }
 
+/// The misbehaving payloads load too (their misbehaviour is at run time), except the one whose
+/// misbehaviour is its ELF: `zoo-memory-elf` asks for more memory than a payload may have.
+#[test]
+fn the_zoo_loads_except_the_payload_over_the_memory_limit() {
+    assert!(ZOO.len() >= 9);
+    for p in ZOO {
+        assert!(p.name.starts_with("zoo-"), "{}", p.name);
+        let load = plan(p.elf, &Limits::default());
+        if p.name == "zoo-memory-elf" {
+            let max = Limits::DEFAULT_MAX_BYTES;
+            match load {
+                Err(PayloadError::TooLarge { bytes, max: m }) => {
+                    assert_eq!(m, max);
+                    assert!(bytes > max && bytes < max + (2 << 20), "{bytes}");
+                }
+                other => panic!("zoo-memory-elf: expected TooLarge, got {other:?}"),
+            }
+        } else {
+            let load = load.unwrap_or_else(|e| panic!("payload {}: {e}", p.name));
+            assert!(
+                load.mapped_bytes() <= Limits::DEFAULT_MAX_BYTES,
+                "{}",
+                p.name
+            );
+        }
+    }
+    // zoo-memory is the largest a payload may be, nearly: 60 MiB of bss.
+    let memory = ZOO.iter().find(|p| p.name == "zoo-memory").unwrap();
+    let load = plan(memory.elf, &Limits::default()).unwrap();
+    assert!(load.mapped_bytes() >= 60 << 20);
+    assert!(memory.elf.len() < 64 << 10, "the bss takes no file bytes");
+}
+
 /// The SDK's copy of the counter page layout (payloads/sdk/src/lib.rs, `page`) agrees with the
 /// kernel's (kernel/src/task/user_page.rs), and so does the RDPMC pseudo-index.
 #[test]
@@ -56,6 +89,8 @@ fn the_sdk_reads_the_kernels_counter_page_layout() {
         baremark_sdk::Error::check(baremark_sdk::ECOUNTERS),
         Err(baremark_sdk::Error::Counters)
     );
+    assert_eq!(baremark_sdk::ENOMEM, baremark_kernel::task::abi::ENOMEM);
+    assert_eq!(baremark_sdk::ELIMIT, baremark_kernel::task::abi::ELIMIT);
     {
         use baremark_kernel::task::hwslots::{FIXED_ENTRY, fixed_entry};
         use events::event::Modifiers;

@@ -1,9 +1,16 @@
 //! Physical frame allocator over the firmware memory map.
 //!
-//! A bump allocator: baremark never frees physical frames (address spaces of finished tasks are
-//! few and small, and a run is short), so the simplest allocator that cannot hand out a frame
-//! twice is the right one. It only sees the regions the bootloader reported as usable, which
-//! already exclude the frames the bootloader used for the kernel, its stack and page tables.
+//! A bump allocator with a free list: frames are handed out in address order from the regions
+//! the bootloader reported as usable (which already exclude the frames the bootloader used for
+//! the kernel, its stack and page tables), and frames given back ([`RegionFrameAllocator::free`]:
+//! the address spaces of tasks that ended) are kept on a list and handed out again first. The
+//! list is intrusive: each free frame's first 8 bytes hold the next one's address, read and
+//! written through [`FrameLinks`] (the kernel's mapping of physical memory; a map in the host
+//! tests), so it needs no memory of its own however many frames come back.
+//!
+//! Frames were never freed before the misbehaving payloads (docs/reliability.md): a spawn bomb
+//! or a payload family that took all memory left none for the payloads after it, since every
+//! task's address space stayed allocated to the end of the run.
 //!
 //! Pure logic: compiled and tested on the host.
 
@@ -30,7 +37,22 @@ impl FrameRange {
     }
 }
 
-/// Bump allocator over up to [`MAX_REGIONS`] usable physical ranges.
+/// Where the list of freed frames keeps its links: the first 8 bytes of each free frame.
+pub trait FrameLinks {
+    /// The link stored in the free frame `frame`.
+    fn link(&self, frame: u64) -> u64;
+    /// Stores `next` as the link of the free frame `frame`.
+    fn set_link(&mut self, frame: u64, next: u64);
+}
+
+/// Why [`RegionFrameAllocator::free`] refused a frame (nothing was changed).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FreeError {
+    /// Not frame-aligned, not in a usable region, or not handed out yet.
+    NotAllocated(u64),
+}
+
+/// Bump allocator over up to [`MAX_REGIONS`] usable physical ranges, with a free list.
 #[derive(Debug)]
 pub struct RegionFrameAllocator {
     regions: [FrameRange; MAX_REGIONS],
@@ -38,7 +60,18 @@ pub struct RegionFrameAllocator {
     dropped_regions: usize,
     current: usize,
     next: u64,
+    /// Frames in use (handed out and not freed).
     allocated: u64,
+    /// The most frames in use at once.
+    peak: u64,
+    /// The first free frame (0: the list is empty; frame 0 is below [`LOW_MEMORY_END`], so never
+    /// a usable frame).
+    free_head: u64,
+    /// Frames on the free list.
+    free_listed: u64,
+    /// Frames given up because a link on the free list was not a frame this allocator handed
+    /// out (the list was overwritten after a free): the rest of the list is dropped, never used.
+    lost: u64,
 }
 
 impl RegionFrameAllocator {
@@ -54,6 +87,10 @@ impl RegionFrameAllocator {
             current: 0,
             next: 0,
             allocated: 0,
+            peak: 0,
+            free_head: 0,
+            free_listed: 0,
+            lost: 0,
         };
         for (start, end) in usable {
             let start = align_up(start.max(LOW_MEMORY_END));
@@ -87,8 +124,37 @@ impl RegionFrameAllocator {
         this
     }
 
-    /// Hands out the next free frame's physical address, or `None` when memory is exhausted.
-    pub fn allocate(&mut self) -> Option<u64> {
+    /// Hands out a free frame's physical address (the most recently freed one, else the next
+    /// never used one), or `None` when memory is exhausted. `links` reads the free list.
+    pub fn allocate(&mut self, links: &impl FrameLinks) -> Option<u64> {
+        let frame = self.pop_freed(links).or_else(|| self.bump())?;
+        self.allocated += 1;
+        self.peak = self.peak.max(self.allocated);
+        Some(frame)
+    }
+
+    /// The first frame of the free list, if any. A link that is not a frame this allocator
+    /// handed out (only possible if a freed frame was written after it was freed) drops the
+    /// rest of the list instead of handing out memory it does not own.
+    fn pop_freed(&mut self, links: &impl FrameLinks) -> Option<u64> {
+        if self.free_head == 0 {
+            return None;
+        }
+        let frame = self.free_head;
+        let next = links.link(frame);
+        self.free_listed -= 1;
+        if next == 0 || self.handed_out(next) {
+            self.free_head = next;
+        } else {
+            self.lost += self.free_listed;
+            self.free_head = 0;
+            self.free_listed = 0;
+        }
+        Some(frame)
+    }
+
+    /// The next frame no one has used yet.
+    fn bump(&mut self) -> Option<u64> {
         while self.current < self.len {
             let region = self.regions[self.current];
             if self.next < region.start {
@@ -97,12 +163,37 @@ impl RegionFrameAllocator {
             if self.next < region.end {
                 let frame = self.next;
                 self.next += FRAME_SIZE;
-                self.allocated += 1;
                 return Some(frame);
             }
             self.current += 1;
         }
         None
+    }
+
+    /// Whether `frame` is a frame-aligned address in a usable region that the bump part has
+    /// handed out (regions are sorted and handed out in order, so: below the bump position).
+    fn handed_out(&self, frame: u64) -> bool {
+        let in_region = self
+            .regions()
+            .iter()
+            .any(|r| r.start <= frame && frame < r.end);
+        let bumped = self.current >= self.len || frame < self.next;
+        frame.is_multiple_of(FRAME_SIZE) && in_region && bumped
+    }
+
+    /// Gives `frame` back: it is handed out again by a later [`RegionFrameAllocator::allocate`].
+    /// The caller must own it (handed out and not freed since: a frame freed twice would be
+    /// handed out twice) and must not touch it afterwards; `links` stores the list's link in
+    /// it. Refused, with nothing changed, for an address this allocator never handed out.
+    pub fn free(&mut self, frame: u64, links: &mut impl FrameLinks) -> Result<(), FreeError> {
+        if !self.handed_out(frame) || self.allocated == 0 {
+            return Err(FreeError::NotAllocated(frame));
+        }
+        links.set_link(frame, self.free_head);
+        self.free_head = frame;
+        self.free_listed += 1;
+        self.allocated -= 1;
+        Ok(())
     }
 
     /// The usable ranges, sorted and merged.
@@ -115,14 +206,24 @@ impl RegionFrameAllocator {
         self.regions().iter().map(|r| r.end - r.start).sum()
     }
 
-    /// Frames handed out so far.
+    /// Frames in use: handed out and not freed.
     pub fn allocated_frames(&self) -> u64 {
         self.allocated
     }
 
-    /// Frames still free.
+    /// The most frames that were in use at once.
+    pub fn peak_frames(&self) -> u64 {
+        self.peak
+    }
+
+    /// Frames that can still be handed out (never used, or freed).
     pub fn free_frames(&self) -> u64 {
-        self.usable_bytes() / FRAME_SIZE - self.allocated
+        (self.usable_bytes() / FRAME_SIZE).saturating_sub(self.allocated + self.lost)
+    }
+
+    /// Frames given up with a damaged free list (0 unless freed memory was overwritten).
+    pub fn lost_frames(&self) -> u64 {
+        self.lost
     }
 
     /// Usable regions ignored because the table was full.
@@ -140,8 +241,21 @@ fn align_up(addr: u64) -> u64 {
 mod tests {
     extern crate std;
     use super::*;
-    use std::collections::BTreeSet;
+    use std::collections::{BTreeMap, BTreeSet};
     use std::vec::Vec;
+
+    /// The free frames' links, as a map (the kernel keeps them in the frames).
+    #[derive(Default)]
+    struct Links(BTreeMap<u64, u64>);
+
+    impl FrameLinks for Links {
+        fn link(&self, frame: u64) -> u64 {
+            self.0.get(&frame).copied().unwrap_or(0xdead_0000)
+        }
+        fn set_link(&mut self, frame: u64, next: u64) {
+            self.0.insert(frame, next);
+        }
+    }
 
     #[test]
     fn skips_low_memory_and_aligns() {
@@ -153,9 +267,9 @@ mod tests {
                 end: 0x10_3000
             }]
         );
-        assert_eq!(a.allocate(), Some(0x10_1000));
-        assert_eq!(a.allocate(), Some(0x10_2000));
-        assert_eq!(a.allocate(), None);
+        assert_eq!(a.allocate(&Links::default()), Some(0x10_1000));
+        assert_eq!(a.allocate(&Links::default()), Some(0x10_2000));
+        assert_eq!(a.allocate(&Links::default()), None);
         assert_eq!(a.allocated_frames(), 2);
         assert_eq!(a.free_frames(), 0);
     }
@@ -168,7 +282,7 @@ mod tests {
             (0x40_1000, 0x40_3000), // overlaps the first one
         ]);
         assert_eq!(a.regions().len(), 2);
-        let got: Vec<u64> = core::iter::from_fn(|| a.allocate()).collect();
+        let got: Vec<u64> = core::iter::from_fn(|| a.allocate(&Links::default())).collect();
         assert_eq!(got, [0x20_0000, 0x40_0000, 0x40_1000, 0x40_2000]);
     }
 
@@ -191,13 +305,114 @@ mod tests {
                 .collect();
             let mut a = RegionFrameAllocator::new(ranges.iter().copied());
             let mut seen = BTreeSet::new();
-            while let Some(f) = a.allocate() {
+            while let Some(f) = a.allocate(&Links::default()) {
                 assert_eq!(f % FRAME_SIZE, 0);
                 assert!(f >= LOW_MEMORY_END);
                 assert!(ranges.iter().any(|&(s, e)| f >= s && f + FRAME_SIZE <= e));
                 assert!(seen.insert(f), "frame {f:#x} handed out twice");
             }
             assert_eq!(a.free_frames(), 0);
+        }
+    }
+
+    #[test]
+    fn freed_frames_are_handed_out_again_first() {
+        let mut links = Links::default();
+        let mut a = RegionFrameAllocator::new([(0x20_0000, 0x20_4000)]);
+        let f: Vec<u64> = (0..3).map(|_| a.allocate(&links).unwrap()).collect();
+        assert_eq!(f, [0x20_0000, 0x20_1000, 0x20_2000]);
+        assert_eq!(
+            (a.allocated_frames(), a.free_frames(), a.peak_frames()),
+            (3, 1, 3)
+        );
+        a.free(f[0], &mut links).unwrap();
+        a.free(f[2], &mut links).unwrap();
+        assert_eq!(
+            (a.allocated_frames(), a.free_frames(), a.peak_frames()),
+            (1, 3, 3)
+        );
+        // Last freed first, then the never-used frame, then nothing.
+        assert_eq!(a.allocate(&links), Some(f[2]));
+        assert_eq!(a.allocate(&links), Some(f[0]));
+        assert_eq!(a.allocate(&links), Some(0x20_3000));
+        assert_eq!(a.allocate(&links), None);
+        assert_eq!(
+            (a.allocated_frames(), a.free_frames(), a.peak_frames()),
+            (4, 0, 4)
+        );
+    }
+
+    #[test]
+    fn frees_of_frames_it_never_handed_out_are_refused() {
+        let mut links = Links::default();
+        let mut a = RegionFrameAllocator::new([(0x20_0000, 0x20_4000), (0x40_0000, 0x40_1000)]);
+        let f = a.allocate(&links).unwrap();
+        for bad in [
+            0,
+            0x1000,    // below 1 MiB
+            f + 8,     // not aligned
+            0x20_1000, // in the region, not handed out yet
+            0x40_0000, // a later region, not reached yet
+            0x30_0000, // between the regions
+            !0xfff,
+        ] {
+            assert_eq!(a.free(bad, &mut links), Err(FreeError::NotAllocated(bad)));
+        }
+        assert_eq!(a.allocated_frames(), 1);
+        assert!(links.0.is_empty(), "a refused free writes nothing");
+        a.free(f, &mut links).unwrap();
+    }
+
+    #[test]
+    fn a_damaged_free_list_is_dropped_not_followed() {
+        let mut links = Links::default();
+        let mut a = RegionFrameAllocator::new([(0x20_0000, 0x20_8000)]);
+        let f: Vec<u64> = (0..4).map(|_| a.allocate(&links).unwrap()).collect();
+        for &x in &f {
+            a.free(x, &mut links).unwrap();
+        }
+        // Someone wrote into the frame at the head of the list after it was freed.
+        links.0.insert(f[3], 0x1234_5000);
+        assert_eq!(a.allocate(&links), Some(f[3]));
+        assert_eq!(a.lost_frames(), 3);
+        // The rest comes from the never-used frames; the dropped ones are never handed out.
+        let rest: Vec<u64> = core::iter::from_fn(|| a.allocate(&links)).collect();
+        assert_eq!(rest, [0x20_4000, 0x20_5000, 0x20_6000, 0x20_7000]);
+        assert_eq!(a.free_frames(), 0);
+    }
+
+    #[test]
+    fn never_hands_out_a_frame_in_use_whatever_the_order_of_frees() {
+        let mut seed = 0x0bad_cafe_1234_5678u64;
+        let mut rnd = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for _ in 0..50 {
+            let mut links = Links::default();
+            let mut a = RegionFrameAllocator::new([
+                (0x10_0000, 0x10_0000 + (rnd() % 64) * 0x1000),
+                (0x80_0000, 0x80_0000 + (rnd() % 64) * 0x1000),
+            ]);
+            let total = a.free_frames();
+            let mut in_use: BTreeSet<u64> = BTreeSet::new();
+            for _ in 0..2000 {
+                if rnd() % 3 != 0 {
+                    match a.allocate(&links) {
+                        Some(f) => assert!(in_use.insert(f), "frame {f:#x} handed out twice"),
+                        None => assert_eq!(in_use.len() as u64, total, "None with frames free"),
+                    }
+                } else if let Some(&f) = in_use.iter().nth((rnd() % 64) as usize) {
+                    in_use.remove(&f);
+                    a.free(f, &mut links).unwrap();
+                }
+                assert_eq!(a.allocated_frames(), in_use.len() as u64);
+                assert_eq!(a.free_frames(), total - in_use.len() as u64);
+                assert!(a.peak_frames() >= a.allocated_frames());
+            }
+            assert_eq!(a.lost_frames(), 0);
         }
     }
 

@@ -8,7 +8,7 @@ use x86_64::structures::paging::{
 };
 use x86_64::{PhysAddr, VirtAddr};
 
-use crate::frames::RegionFrameAllocator;
+use crate::frames::{FrameLinks, RegionFrameAllocator};
 
 static PAGE_TABLE: Mutex<Option<OffsetPageTable<'static>>> = Mutex::new(None);
 static FRAMES: Mutex<Option<RegionFrameAllocator>> = Mutex::new(None);
@@ -25,25 +25,47 @@ pub enum MapError {
     NotInitialised,
 }
 
-/// Memory facts for the boot report.
+/// Memory facts for the boot report and the run's summary.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct FrameStats {
     pub usable_bytes: u64,
     pub usable_regions: usize,
     pub dropped_regions: usize,
+    /// Frames in use (handed out, not freed).
     pub allocated_frames: u64,
+    /// The most frames in use at once.
+    pub peak_frames: u64,
     pub free_frames: u64,
 }
 
+/// The free list's links, in the free frames themselves, through the mapping of all physical
+/// memory at `offset`.
+struct PhysLinks {
+    offset: u64,
+}
+
+impl FrameLinks for PhysLinks {
+    fn link(&self, frame: u64) -> u64 {
+        // SAFETY: `frame` is on the allocator's free list (it passes only such frames): free
+        // memory no Rust object lives in, mapped at `offset + frame`, 8-byte aligned.
+        unsafe { core::ptr::read_volatile((self.offset + frame) as *const u64) }
+    }
+    fn set_link(&mut self, frame: u64, next: u64) {
+        // SAFETY: as in `link`: the frame is being freed, its owner gave it up.
+        unsafe { core::ptr::write_volatile((self.offset + frame) as *mut u64, next) }
+    }
+}
+
 /// Adapter so the x86_64 crate's mapper can take frames from the region allocator.
-struct Frames<'a>(&'a mut RegionFrameAllocator);
+struct Frames<'a>(&'a mut RegionFrameAllocator, PhysLinks);
 
 // SAFETY: `RegionFrameAllocator` only returns frame-aligned frames from regions the bootloader
-// reported as usable (free), and never returns the same frame twice (unit-tested in `frames`).
+// reported as usable (free), and never returns a frame in use (unit-tested in `frames`; freed
+// frames are handed out again only after their owner gave them up).
 unsafe impl FrameAllocator<Size4KiB> for Frames<'_> {
     fn allocate_frame(&mut self) -> Option<PhysFrame<Size4KiB>> {
         self.0
-            .allocate()
+            .allocate(&self.1)
             .map(|a| PhysFrame::containing_address(PhysAddr::new(a)))
     }
 }
@@ -88,6 +110,7 @@ pub fn frame_stats() -> FrameStats {
             usable_regions: f.regions().len(),
             dropped_regions: f.dropped_regions(),
             allocated_frames: f.allocated_frames(),
+            peak_frames: f.peak_frames(),
             free_frames: f.free_frames(),
         },
         None => FrameStats::default(),
@@ -113,7 +136,7 @@ pub(crate) unsafe fn map_fresh(
     let frames = frames.as_mut().ok_or(MapError::NotInitialised)?;
     let offset = *PHYS_OFFSET.get().ok_or(MapError::NotInitialised)?;
     for i in 0..count {
-        let Some(phys) = frames.allocate() else {
+        let Some(phys) = frames.allocate(&PhysLinks { offset }) else {
             return Ok(i);
         };
         if zero {
@@ -124,8 +147,15 @@ pub(crate) unsafe fn map_fresh(
         let page = Page::<Size4KiB>::containing_address(VirtAddr::new(virt + i * 4096));
         let frame = PhysFrame::containing_address(PhysAddr::new(phys));
         // SAFETY: the caller reserved the virtual range; the frame is fresh.
-        let flush =
-            unsafe { table.map_to(page, frame, flags, &mut Frames(frames)) }.map_err(map_err)?;
+        let flush = unsafe {
+            table.map_to(
+                page,
+                frame,
+                flags,
+                &mut Frames(frames, PhysLinks { offset }),
+            )
+        }
+        .map_err(map_err)?;
         flush.flush();
     }
     Ok(count)
@@ -141,6 +171,7 @@ pub(crate) unsafe fn map_device_page(virt: u64, phys: u64) -> Result<(), MapErro
     let table = table.as_mut().ok_or(MapError::NotInitialised)?;
     let mut frames = FRAMES.lock();
     let frames = frames.as_mut().ok_or(MapError::NotInitialised)?;
+    let offset = *PHYS_OFFSET.get().ok_or(MapError::NotInitialised)?;
     let page = Page::<Size4KiB>::containing_address(VirtAddr::new(virt));
     let frame = PhysFrame::containing_address(PhysAddr::new(phys));
     let flags = PageTableFlags::PRESENT
@@ -149,8 +180,15 @@ pub(crate) unsafe fn map_device_page(virt: u64, phys: u64) -> Result<(), MapErro
         | PageTableFlags::WRITE_THROUGH
         | PageTableFlags::NO_EXECUTE;
     // SAFETY: the caller reserved `virt` and vouches that `phys` is device memory.
-    let flush =
-        unsafe { table.map_to(page, frame, flags, &mut Frames(frames)) }.map_err(map_err)?;
+    let flush = unsafe {
+        table.map_to(
+            page,
+            frame,
+            flags,
+            &mut Frames(frames, PhysLinks { offset }),
+        )
+    }
+    .map_err(map_err)?;
     flush.flush();
     Ok(())
 }
@@ -186,10 +224,10 @@ pub(crate) fn allocate_zeroed_frame() -> Result<u64, MapError> {
         .lock()
         .as_mut()
         .ok_or(MapError::NotInitialised)?
-        .allocate()
+        .allocate(&PhysLinks { offset })
         .ok_or(MapError::OutOfFrames)?;
-    // SAFETY: the frame is free memory (fresh from the allocator, never handed out before),
-    // mapped at `offset + phys`; zeroing it touches no live object.
+    // SAFETY: the frame is free memory (from the allocator: never handed out, or freed by its
+    // last owner), mapped at `offset + phys`; zeroing it touches no live object.
     unsafe { core::ptr::write_bytes((offset + phys) as *mut u8, 0, 4096) };
     Ok(phys)
 }
@@ -252,9 +290,100 @@ pub(crate) unsafe fn map_in(
     // SAFETY: the caller guarantees `virt` is a page of its own lower half; `phys` is a frame
     // the caller owns (fresh from the allocator).
     let flush = unsafe {
-        table.map_to_with_table_flags(page, frame, flags, table_flags, &mut Frames(frames))
+        table.map_to_with_table_flags(
+            page,
+            frame,
+            flags,
+            table_flags,
+            &mut Frames(frames, PhysLinks { offset }),
+        )
     }
     .map_err(map_err)?;
     flush.ignore();
     Ok(())
+}
+
+/// Gives the frame `phys` back to the allocator.
+///
+/// # Safety
+/// The caller must own the frame (from [`allocate_zeroed_frame`], not freed since) and hold no
+/// reference into it or use it afterwards.
+pub(crate) unsafe fn free_frame(phys: u64) {
+    let Some(&offset) = PHYS_OFFSET.get() else {
+        return;
+    };
+    if let Some(frames) = FRAMES.lock().as_mut() {
+        // A frame the allocator never handed out is refused and stays where it is.
+        let _ = frames.free(phys, &mut PhysLinks { offset });
+    }
+}
+
+/// Frees the lower half of the page-table tree whose level-4 table is at `l4_phys`: every page
+/// mapped there, every page table under its entries 0-255, then the level-4 table itself.
+/// Entries 256-511 (the kernel's half, copied by [`copy_kernel_half`]) are not followed.
+/// Returns the frames freed.
+///
+/// # Safety
+/// The tree must be one the caller owns exclusively and built only by [`copy_kernel_half`] and
+/// [`map_in`] with frames from [`allocate_zeroed_frame`] (so every lower-half frame of it is
+/// its own, mapped once), it must not be the active one (CR3), no reference into any of its
+/// frames may exist, and it must never be used again.
+pub(crate) unsafe fn free_user_tree(l4_phys: u64) -> u64 {
+    const PRESENT: u64 = 1;
+    const HUGE: u64 = 1 << 7;
+    const ADDR: u64 = 0x000f_ffff_ffff_f000;
+    let Some(&offset) = PHYS_OFFSET.get() else {
+        return 0;
+    };
+    let mut guard = FRAMES.lock();
+    let Some(frames) = guard.as_mut() else {
+        return 0;
+    };
+    let mut links = PhysLinks { offset };
+    let mut freed = 0u64;
+    // The entries of the table at `table` (read before any frame of the tree is freed: a
+    // table is freed only after everything under it).
+    let entries = |table: u64, n: usize| -> [u64; 512] {
+        let mut out = [0u64; 512];
+        for (i, e) in out.iter_mut().enumerate().take(n) {
+            // SAFETY: `table` is a page-table frame of the tree (the caller owns it; it is not
+            // freed yet), mapped at `offset + table`; an aligned u64 read.
+            *e = unsafe { core::ptr::read_volatile((offset + table + 8 * i as u64) as *const u64) };
+        }
+        out
+    };
+    let mut free = |frame: u64, freed: &mut u64| {
+        if frames.free(frame, &mut links).is_ok() {
+            *freed += 1;
+        }
+    };
+    for l4e in entries(l4_phys, 256) {
+        if l4e & PRESENT == 0 {
+            continue;
+        }
+        let l3 = l4e & ADDR;
+        for l3e in entries(l3, 512) {
+            // The user half never has huge pages; one would not be the tree's own frame.
+            if l3e & PRESENT == 0 || l3e & HUGE != 0 {
+                continue;
+            }
+            let l2 = l3e & ADDR;
+            for l2e in entries(l2, 512) {
+                if l2e & PRESENT == 0 || l2e & HUGE != 0 {
+                    continue;
+                }
+                let l1 = l2e & ADDR;
+                for l1e in entries(l1, 512) {
+                    if l1e & PRESENT != 0 {
+                        free(l1e & ADDR, &mut freed);
+                    }
+                }
+                free(l1, &mut freed);
+            }
+            free(l2, &mut freed);
+        }
+        free(l3, &mut freed);
+    }
+    free(l4_phys, &mut freed);
+    freed
 }

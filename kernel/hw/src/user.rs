@@ -2,7 +2,7 @@
 //!
 //! # User mode as a function call
 //!
-//! The kernel runs a task with [`run`]`(&mut UserContext) -> Exit`. `run` saves the kernel's
+//! The kernel runs a task with [`run`]`(&mut UserContext, &AddressSpace) -> Exit`. `run` saves the kernel's
 //! callee-saved registers, RFLAGS, CR3 and its stack pointer on the kernel stack, switches to
 //! the task's address space and enters ring 3 with the context's registers. Control comes back
 //! to the kernel only as a return from `run`, with the context updated to the task's registers
@@ -157,6 +157,8 @@ pub struct UserContext {
     // of the counter page, or `VTSC_SINK`), the virtual value to resume from, and the
     // retry-free reader's window `[lo, lo + span]`.
     vtsc_page: u64,
+    /// The id of the address space `vtsc_page` was pinned in (0: the sink).
+    vtsc_space: u64,
     vtsc_base: u64,
     vtsc_window_lo: u64,
     vtsc_window_span: u64,
@@ -199,6 +201,7 @@ impl UserContext {
             trap_error_code: 0,
             trap_cr2: 0,
             vtsc_page: sink_address(),
+            vtsc_space: 0,
             vtsc_base: 0,
             vtsc_window_lo: u64::MAX,
             vtsc_window_span: 0,
@@ -224,7 +227,9 @@ impl UserContext {
     pub fn set_virtual_tsc(&mut self, publish: Option<VtscPublish<'_>>) {
         match publish {
             Some(p) => {
-                self.vtsc_page = p.page.map_or(sink_address(), |pin| pin.frame_virt);
+                (self.vtsc_page, self.vtsc_space) = p
+                    .page
+                    .map_or((sink_address(), 0), |pin| (pin.frame_virt, pin.space));
                 self.vtsc_base = p.base;
                 self.page_seq = p.seq;
                 self.page_interrupts = p.interrupts;
@@ -234,7 +239,7 @@ impl UserContext {
                 };
             }
             None => {
-                self.vtsc_page = sink_address();
+                (self.vtsc_page, self.vtsc_space) = (sink_address(), 0);
                 self.vtsc_window_lo = u64::MAX;
                 self.vtsc_window_span = 0;
             }
@@ -655,7 +660,13 @@ pub const fn sanitise_rflags(rflags: u64) -> u64 {
 ///
 /// Sets up the SYSCALL MSRs on first use; if the CPU refused them, a SYSCALL in ring 3 raises
 /// #UD and comes back as [`Exit::Trap`] with vector 6.
-pub fn run(ctx: &mut UserContext) -> Exit {
+pub fn run(ctx: &mut UserContext, space: &AddressSpace) -> Exit {
+    // The tables entered are the live `space`'s, whatever the context remembers, and the exit
+    // assembly publishes only into a page pinned in it (else into the sink).
+    ctx.cr3 = space.l4;
+    if ctx.vtsc_space != space.id {
+        ctx.vtsc_page = sink_address();
+    }
     if !is_user_canonical(ctx.rip) {
         return Exit::InvalidContext(ContextError::NonCanonicalRip);
     }
@@ -674,9 +685,11 @@ pub fn run(ctx: &mut UserContext) -> Exit {
         ctx.entries.iretq = ctx.entries.iretq.wrapping_add(1);
     }
     let ptr: *mut UserContext = ctx;
-    // SAFETY: `ptr` is a valid, exclusively borrowed context for the whole call; its CR3 is a
-    // level-4 table built by `AddressSpace::new` (the kernel half shared, so this code, the
-    // stack and the statics stay mapped), and its frames are never freed. RIP and RSP are
+    // SAFETY: `ptr` is a valid, exclusively borrowed context for the whole call; its CR3 is the
+    // level-4 table of `space`, built by `AddressSpace::new` (the kernel half shared, so this
+    // code, the stack and the statics stay mapped) and borrowed for the whole call, so none of
+    // its frames is freed meanwhile; the page the exit assembly publishes into is the sink or
+    // a page pinned in `space` (checked above). RIP and RSP are
     // canonical lower-half addresses (checked above), RFLAGS is sanitised (IOPL 0, IF set), so
     // IRETQ/SYSRETQ cannot fault in ring 0 and ring 3 cannot reach kernel memory or
     // privileged instructions. The TSS.RSP0 slot is valid. The assembly returns here with every
@@ -735,8 +748,10 @@ pub struct AccessError {
 /// was created would not be visible while its tables are active; `run` keeps that window to
 /// its entry and exit code, which only touch the kernel image and stack.
 ///
-/// Frames are never freed (the kernel's frame allocator cannot free, and a run is finite), so
-/// an address space has no `Drop`, and a context that outlives it still names valid tables.
+/// Dropping it gives every frame of its lower half back to the frame allocator (its pages, its
+/// page tables under entries 0-255, its level-4 table), so the memory of a task that ended serves
+/// the next one. A [`UserContext`] names its tables, but [`run`] takes the address space too and
+/// enters it, not what the context remembers, so no context can run on freed tables.
 #[derive(Debug)]
 pub struct AddressSpace {
     l4: u64,
@@ -837,7 +852,11 @@ impl AddressSpace {
         let frame = paging::allocate_zeroed_frame()?;
         // SAFETY: the tree rooted at `self.l4` belongs to this address space (`&mut self`), and
         // `vaddr` is a lower-half page, which no other tree shares; `frame` is fresh.
-        unsafe { paging::map_in(self.l4, vaddr, frame, flags, table_flags) }?;
+        if let Err(e) = unsafe { paging::map_in(self.l4, vaddr, frame, flags, table_flags) } {
+            // SAFETY: `frame` is ours and was not mapped (the mapping failed).
+            unsafe { paging::free_frame(frame) };
+            return Err(e.into());
+        }
         Ok(())
     }
 
@@ -1012,6 +1031,22 @@ impl AddressSpace {
             table = entry & ADDR;
         }
         Some((table, writable))
+    }
+}
+
+impl Drop for AddressSpace {
+    fn drop(&mut self) {
+        // Never the active tables: `run` restores the kernel's CR3 before it returns, so this
+        // is only a guard (such a tree would be leaked, not freed).
+        let (active, _) = x86_64::registers::control::Cr3::read();
+        if active.start_address().as_u64() == self.l4 {
+            return;
+        }
+        // SAFETY: the tree is this address space's alone (`new` made its level-4 table, `map`
+        // every lower-half page and table, with fresh frames), it is not active (checked), and
+        // it is never used again: `&mut self` in `drop`; a `PinnedPage` is usable only with the
+        // space it came from, and `run` enters only the space it is given.
+        unsafe { paging::free_user_tree(self.l4) };
     }
 }
 

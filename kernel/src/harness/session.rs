@@ -128,6 +128,22 @@ pub struct Bench {
     groups: Vec<GroupSamples>,
 }
 
+/// Whether a harness call that names benchmark `asked` (0: whichever is open) may go on, given
+/// the `open` benchmark (its id and name): `Err` says why not (the call is refused).
+pub fn addressed_bench(open: Option<(u64, &str)>, asked: u64) -> Result<(), String> {
+    match open {
+        _ if asked == 0 => Ok(()),
+        Some((id, _)) if id == asked => Ok(()),
+        Some((id, name)) => Err(format!(
+            "it names benchmark {asked}, which is not open: benchmark {id} (`{name}`) is (was \
+            benchmark {asked} ended, and this one begun, in its measured code?)"
+        )),
+        None => Err(format!(
+            "it names benchmark {asked}, and no benchmark is open"
+        )),
+    }
+}
+
 /// Whether `name` is a benchmark name: 1-64 bytes of `[A-Za-z0-9_.-]`.
 pub fn valid_name(name: &str) -> bool {
     (1..=NAME_MAX).contains(&name.len())
@@ -732,6 +748,21 @@ mod tests {
             .flat_map(|r| (0..stride).map(move |c| (r, c)))
             .map(|(r, c)| f(r, c))
             .collect()
+    }
+
+    #[test]
+    fn harness_calls_reach_only_the_benchmark_they_name() {
+        // 0 is whichever is open (or the call's own "outside a benchmark" error).
+        assert_eq!(addressed_bench(None, 0), Ok(()));
+        assert_eq!(addressed_bench(Some((3, "b")), 0), Ok(()));
+        assert_eq!(addressed_bench(Some((3, "b")), 3), Ok(()));
+        let e = addressed_bench(Some((4, "another")), 3).unwrap_err();
+        assert!(
+            e.contains("benchmark 3") && e.contains("4 (`another`)"),
+            "{e}"
+        );
+        let e = addressed_bench(None, 3).unwrap_err();
+        assert!(e.contains("no benchmark is open"), "{e}");
     }
 
     #[test]

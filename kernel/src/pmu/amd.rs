@@ -474,7 +474,8 @@ impl PmuBackend for AmdPmu {
 
     /// PerfMonV2: the controls (En set) and the slots' status bits cleared, one GlobalCtl
     /// write to start (the slots' bits) or stop (0) them. Legacy / PerfCtrExtCore: the controls
-    /// with En clear, rewritten with En set to start and clear to stop.
+    /// with En clear, rewritten with En set to start and clear to stop. Every counter that is
+    /// not a slot's is set to 0 with the controls.
     fn switch_plan(
         &self,
         slots: &[(Counter, EventSelect, Modifiers)],
@@ -498,6 +499,12 @@ impl PmuBackend for AmdPmu {
             }
             plan.counter_write.push((self.ctr_msr(n), true));
             plan.rdpmc.push(u32::from(n));
+        }
+        // Every other counter to 0 (stopped: not this task's): with CR4.PCE set for this task,
+        // RDPMC in ring 3 reads any counter, and the others would still hold the counts of the
+        // task that used them last. Written only when the counters held another task's events.
+        for n in (0..self.count).filter(|&n| bits & (1 << n) == 0) {
+            plan.program.push((self.ctr_msr(n), 0));
         }
         if global {
             plan.gate_globally(

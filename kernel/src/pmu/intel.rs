@@ -657,7 +657,8 @@ impl PmuBackend for IntelArchPmu {
 
     /// v2+: the event selects (EN set) and FIXED_CTR_CTRL, then the slots' status bits
     /// cleared; one GLOBAL_CTRL write starts (the slots' bits) or stops (0) them all. v1: the
-    /// event selects with EN clear, rewritten with EN set to start and clear to stop.
+    /// event selects with EN clear, rewritten with EN set to start and clear to stop. Every
+    /// counter that is not a slot's is set to 0 with the events.
     fn switch_plan(
         &self,
         slots: &[(Counter, EventSelect, Modifiers)],
@@ -704,6 +705,17 @@ impl PmuBackend for IntelArchPmu {
                 self.rdpmc_index(counter)
                     .ok_or(PmuError::NoSuchCounter(counter))?,
             );
+        }
+        // Every other counter to 0 (stopped: not this task's): with CR4.PCE set for this task,
+        // RDPMC in ring 3 reads any counter, and the others would still hold the counts of the
+        // task that used them last (as Linux does for an RDPMC task, perf/x86 "Reset the dirty
+        // counter"). Written only when the counters held another task's events.
+        let others = self.all_counters();
+        for n in (0..32u8).filter(|&n| others.gp & (1 << n) != 0 && set.gp & (1 << n) == 0) {
+            plan.program.push((self.gp_write_msr(n), 0));
+        }
+        for i in (0..32u8).filter(|&i| others.fixed & (1 << i) != 0 && set.fixed & (1 << i) == 0) {
+            plan.program.push((r::FIXED_CTR0 + u32::from(i), 0));
         }
         if set.fixed != 0 {
             plan.program.push((r::FIXED_CTR_CTRL, fixed_ctrl));

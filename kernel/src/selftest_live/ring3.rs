@@ -48,7 +48,7 @@ fn run_rdpmc(space: &AddressSpace, ecx: u32) -> Ring3 {
     let mut ctx = UserContext::new(space, CODE, STACK_TOP);
     ctx.rcx = u64::from(ecx);
     for _ in 0..MAX_ENTRIES {
-        match user::run(&mut ctx) {
+        match user::run(&mut ctx, space) {
             Exit::Syscall if ctx.rax == nr::EXIT => {
                 return Ring3::Read((ctx.rdi & 0xffff_ffff) | (ctx.rsi << 32));
             }

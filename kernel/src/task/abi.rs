@@ -48,12 +48,93 @@ pub const EABORTED: i64 = -7;
 /// `counters_configure` or `counters_reset` starts them again).
 pub const ECOUNTERS: i64 = -8;
 
+/// `spawn`: not enough free memory for the child (its address space could not be mapped; a
+/// `task_error` record says what ran out). Memory comes back as tasks end.
+pub const ENOMEM: i64 = -9;
+/// `spawn`: a limit of the caller's family is reached for good ([`MAX_SPAWN_DEPTH`],
+/// [`MAX_FAMILY_SPAWNS`]; an `error` record says which, once per family and limit).
+pub const ELIMIT: i64 = -10;
+
 /// `spawn` flag: add the child's counts (and virtual TSC) into the parent's when it ends.
 pub const SPAWN_ADD_CHILD: u64 = 1;
 /// The children a task may have that it has not waited for yet (spawn beyond: `EBUSY`).
 pub const MAX_CHILDREN: usize = 16;
 /// The spawned tasks that may exist at once, across all tasks (spawn beyond: `EBUSY`).
 pub const MAX_SPAWNED: u32 = 64;
+/// The most generations below a ramdisk payload (its children are generation 1): a task of
+/// this generation cannot spawn (`ELIMIT`).
+pub const MAX_SPAWN_DEPTH: u32 = 8;
+/// The most tasks a ramdisk payload's family (its children, their children, ...) may start in
+/// all (`ELIMIT` beyond). With [`MAX_SPAWNED`] alive at once and every task's address space freed
+/// when it ends, this bounds what one payload can make the kernel do: without it a family that
+/// spawns as its members end (a spawn bomb) would never end.
+pub const MAX_FAMILY_SPAWNS: u32 = 256;
+
+/// A limit that refuses a `spawn` (docs/syscall-abi.md).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SpawnLimit {
+    /// The caller is [`MAX_SPAWN_DEPTH`] generations below its ramdisk payload.
+    Depth,
+    /// The caller's family has started [`MAX_FAMILY_SPAWNS`] tasks.
+    Family,
+    /// The caller has [`MAX_CHILDREN`] children it has not waited for.
+    Children,
+    /// [`MAX_SPAWNED`] spawned tasks are alive.
+    Alive,
+}
+
+impl SpawnLimit {
+    /// The error `spawn` returns: `ELIMIT` for the limits that never lift (depth, family),
+    /// `EBUSY` for those that do once tasks end or are waited for.
+    pub fn code(self) -> i64 {
+        match self {
+            SpawnLimit::Depth | SpawnLimit::Family => ELIMIT,
+            SpawnLimit::Children | SpawnLimit::Alive => EBUSY,
+        }
+    }
+
+    /// What the limit is, for the record.
+    pub fn describe(self) -> alloc::string::String {
+        match self {
+            SpawnLimit::Depth => alloc::format!(
+                "a task {MAX_SPAWN_DEPTH} spawns below its ramdisk payload cannot spawn \
+                (MAX_SPAWN_DEPTH)"
+            ),
+            SpawnLimit::Family => alloc::format!(
+                "the family has started {MAX_FAMILY_SPAWNS} tasks, the most one ramdisk payload's \
+                family may (MAX_FAMILY_SPAWNS)"
+            ),
+            SpawnLimit::Children => {
+                alloc::format!("{MAX_CHILDREN} children not yet waited for (MAX_CHILDREN)")
+            }
+            SpawnLimit::Alive => {
+                alloc::format!("{MAX_SPAWNED} spawned tasks are alive (MAX_SPAWNED)")
+            }
+        }
+    }
+}
+
+/// The limit that refuses a `spawn` now, if any, in the order docs/syscall-abi.md gives: the
+/// caller's generation (`depth`, 0 for a ramdisk payload), the tasks its family started, its
+/// children not waited for, the spawned tasks alive.
+pub fn spawn_limit(
+    depth: u32,
+    family_spawned: u32,
+    children: usize,
+    alive: u32,
+) -> Option<SpawnLimit> {
+    if depth >= MAX_SPAWN_DEPTH {
+        Some(SpawnLimit::Depth)
+    } else if family_spawned >= MAX_FAMILY_SPAWNS {
+        Some(SpawnLimit::Family)
+    } else if children >= MAX_CHILDREN {
+        Some(SpawnLimit::Children)
+    } else if alive >= MAX_SPAWNED {
+        Some(SpawnLimit::Alive)
+    } else {
+        None
+    }
+}
 /// Longest payload name (`spawn`).
 pub const NAME_MAX: usize = 64;
 
@@ -194,6 +275,47 @@ mod tests {
         let (buf, status) = time_reply(5, None);
         assert_eq!(status, TIME_HZ_UNKNOWN);
         assert_eq!(buf[..8], 5u64.to_le_bytes());
+    }
+
+    #[test]
+    fn spawn_limits_in_their_order() {
+        assert_eq!(spawn_limit(0, 0, 0, 0), None);
+        assert_eq!(
+            spawn_limit(
+                MAX_SPAWN_DEPTH - 1,
+                MAX_FAMILY_SPAWNS - 1,
+                MAX_CHILDREN - 1,
+                MAX_SPAWNED - 1
+            ),
+            None
+        );
+        let l = spawn_limit(
+            MAX_SPAWN_DEPTH,
+            MAX_FAMILY_SPAWNS,
+            MAX_CHILDREN,
+            MAX_SPAWNED,
+        );
+        assert_eq!(l, Some(SpawnLimit::Depth));
+        let l = spawn_limit(0, MAX_FAMILY_SPAWNS, MAX_CHILDREN, MAX_SPAWNED);
+        assert_eq!(l, Some(SpawnLimit::Family));
+        assert_eq!(
+            spawn_limit(0, 0, MAX_CHILDREN, MAX_SPAWNED),
+            Some(SpawnLimit::Children)
+        );
+        assert_eq!(spawn_limit(0, 0, 0, MAX_SPAWNED), Some(SpawnLimit::Alive));
+        // The permanent limits say so (ELIMIT), the passing ones are EBUSY.
+        assert_eq!(SpawnLimit::Depth.code(), ELIMIT);
+        assert_eq!(SpawnLimit::Family.code(), ELIMIT);
+        assert_eq!(SpawnLimit::Children.code(), EBUSY);
+        assert_eq!(SpawnLimit::Alive.code(), EBUSY);
+        assert!(SpawnLimit::Family.describe().contains("256"));
+        // Error codes stay distinct.
+        let codes = [
+            EINVAL, EFAULT, ENOSYS, ENOENT, EBUSY, ENOSPC, EABORTED, ECOUNTERS, ENOMEM, ELIMIT,
+        ];
+        for (i, c) in codes.iter().enumerate() {
+            assert_eq!(*c, -(i as i64) - 1);
+        }
     }
 
     #[test]

@@ -557,6 +557,67 @@ mod tests {
         assert!(!legacy_writable(1 << 40, 48));
     }
 
+    /// RDPMC in ring 3 reads any counter once CR4.PCE is set, not only the task's own
+    /// (zoo-rdpmc with a counter read GP 1 and fixed 0). So a switch-in after another task's
+    /// counters sets every counter the task does not own to 0: it cannot read the other's
+    /// counts. The other task's counts are not lost: its own switch-in restores them.
+    #[test]
+    fn a_switch_in_hides_the_counts_of_other_tasks() {
+        let backends: [(SimPmu, bool); 5] = [
+            (SimPmu::intel(IntelConfig::V4_SKYLAKE), true),
+            (SimPmu::intel(IntelConfig::V1), true),
+            (SimPmu::amd(AmdFlavour::Legacy), false),
+            (SimPmu::amd(AmdFlavour::ExtCore), false),
+            (SimPmu::amd(AmdFlavour::PerfMonV2(6)), false),
+        ];
+        for (mut sim, intel) in backends {
+            let mut intel_pmu;
+            let mut amd_pmu;
+            let pmu: &mut dyn PmuBackend = if intel {
+                intel_pmu = IntelArchPmu::new(sim.caps());
+                &mut intel_pmu
+            } else {
+                amd_pmu = AmdPmu::new(sim.caps());
+                &mut amd_pmu
+            };
+            pmu.reset(&mut sim).unwrap();
+            let all = all_slots(pmu, 0xc0);
+            let one = [all[0]];
+            let configure = |slots: &[(Counter, EventSelect, Modifiers)]| {
+                let widths: Vec<_> = slots.iter().map(|s| (s.0, width(pmu, s.0))).collect();
+                let mut vc = VirtualCounters::new();
+                vc.configure(&widths).unwrap();
+                vc
+            };
+            let (mut vc_a, mut vc_b) = (configure(&all), configure(&one));
+            let a = TaskSwitch::new(&sim, &pmu.switch_plan(&all).unwrap()).unwrap();
+            let b = TaskSwitch::new(&sim, &pmu.switch_plan(&one).unwrap()).unwrap();
+            // A counts on every counter.
+            a.switch_in(&mut sim, &mut vc_a, false, 0, 0).unwrap();
+            for (c, _, _) in &all {
+                sim.count(*c, 1000);
+            }
+            a.switch_out(&mut sim, &mut vc_a, 10).unwrap();
+            // B, with one counter, finds every other counter at 0.
+            b.switch_in(&mut sim, &mut vc_b, false, 0, 20).unwrap();
+            for (c, _, _) in &all[1..] {
+                assert_eq!(sim.value(*c), 0, "{c}: another task's count is visible");
+            }
+            sim.count(all[0].0, 5);
+            b.switch_out(&mut sim, &mut vc_b, 30).unwrap();
+            assert_eq!(vc_b.values().get(0), Some(5));
+            // A's counts are its own again after its switch-in.
+            a.switch_in(&mut sim, &mut vc_a, false, 0, 40).unwrap();
+            for (c, _, _) in &all {
+                sim.count(*c, 1);
+            }
+            a.switch_out(&mut sim, &mut vc_a, 50).unwrap();
+            for i in 0..all.len() {
+                assert_eq!(vc_a.values().get(i), Some(1001), "slot {i}");
+            }
+        }
+    }
+
     /// A refused MSR comes back as an error (the runner then loses the counts).
     #[test]
     fn a_faulting_pmu_is_an_error() {

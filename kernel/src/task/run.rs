@@ -55,11 +55,13 @@ use baremark_hw::user::{self, AddressSpace, Exit, UserContext};
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use alloc::boxed::Box;
+use alloc::rc::Rc;
+use core::cell::RefCell;
 
 use crate::harness::session::{Bench, RunPlan, Sink};
 use crate::record::Record;
 
-use super::abi::{ENOENT, STACK_PAGES, STACK_TOP, USER_PAGE_ADDR};
+use super::abi::{ENOENT, STACK_PAGES, STACK_TOP, SpawnLimit, USER_PAGE_ADDR};
 use super::elf::{self, Limits, LoadPlan};
 use super::hwslots::{self, HwSlot};
 use super::ring3::{self, Task, report_fault};
@@ -252,8 +254,9 @@ pub fn run_payloads(
                     run_family(t, budget, &mut summary);
                 }
             }
-            Err(message) => {
+            Err(e) => {
                 summary.rejected += 1;
+                let message = e.message;
                 record("task_error", |r| {
                     r.str("task", task.name)
                         .u64("task_index", task.index)
@@ -563,38 +566,70 @@ fn calibrate_switch(tsc_hz: Option<u64>, events: &[u64]) -> Option<Switch> {
     })
 }
 
-/// Plans and maps a payload: its segments, its stack, its counter page. `Err` says why not.
-fn load(task: Task, bytes: &[u8]) -> Result<(LoadPlan, AddressSpace), alloc::string::String> {
-    let plan = elf::plan(bytes, &Limits::default()).map_err(|e| format!("{e}"))?;
+/// Why a payload could not be loaded.
+struct LoadError {
+    message: alloc::string::String,
+    /// The machine ran out of free memory (the ELF itself was fine): `spawn` says `ENOMEM`.
+    out_of_memory: bool,
+}
+
+impl LoadError {
+    fn new(message: alloc::string::String) -> LoadError {
+        LoadError {
+            message,
+            out_of_memory: false,
+        }
+    }
+
+    /// A mapping failed: out of memory if that is why.
+    fn mapping(e: user::MapError, what: core::fmt::Arguments<'_>) -> LoadError {
+        let out_of_memory = e == user::MapError::OutOfFrames;
+        let message = if out_of_memory {
+            let free = baremark_hw::paging::frame_stats().free_frames;
+            format!("not enough free memory: {what} ({free} frames of 4 KiB free)")
+        } else {
+            format!("{what}: {e:?}")
+        };
+        LoadError {
+            message,
+            out_of_memory,
+        }
+    }
+}
+
+/// Plans and maps a payload: its segments, its stack, its counter page. `Err` says why not (an
+/// address space mapped in part is dropped, so its frames go back).
+fn load(task: Task, bytes: &[u8]) -> Result<(LoadPlan, AddressSpace), LoadError> {
+    let plan = elf::plan(bytes, &Limits::default()).map_err(|e| LoadError::new(format!("{e}")))?;
     let mut space =
-        AddressSpace::new().map_err(|e| format!("no memory for an address space ({e:?})"))?;
+        AddressSpace::new().map_err(|e| LoadError::mapping(e, format_args!("no address space")))?;
     for (i, seg) in plan.segments.iter().enumerate() {
         let mut page = seg.page_start;
         while page < seg.page_end {
-            space
-                .map(page, seg.writable, seg.executable)
-                .map_err(|e| format!("mapping segment {i} at {page:#x}: {e:?}"))?;
+            space.map(page, seg.writable, seg.executable).map_err(|e| {
+                LoadError::mapping(e, format_args!("mapping segment {i} at {page:#x}"))
+            })?;
             page += user::PAGE_SIZE;
         }
-        let file = bytes
-            .get(seg.file_range.clone())
-            .ok_or_else(|| format!("segment {i}: file range outside the payload"))?;
+        let file = bytes.get(seg.file_range.clone()).ok_or_else(|| {
+            LoadError::new(format!("segment {i}: file range outside the payload"))
+        })?;
         space
             .write(seg.vaddr, file)
-            .map_err(|e| format!("copying segment {i}: {e:?}"))?;
+            .map_err(|e| LoadError::new(format!("copying segment {i}: {e:?}")))?;
         // The frames are fresh and zeroed; zero the bss explicitly all the same (the loader's
         // contract, whatever the frame allocator does).
         let bss = seg.mem_size - file.len() as u64;
         space
             .zero(seg.vaddr + file.len() as u64, bss)
-            .map_err(|e| format!("zeroing the bss of segment {i}: {e:?}"))?;
+            .map_err(|e| LoadError::new(format!("zeroing the bss of segment {i}: {e:?}")))?;
     }
     space
         .map_stack(STACK_TOP, STACK_PAGES)
-        .map_err(|e| format!("mapping the stack: {e:?}"))?;
+        .map_err(|e| LoadError::mapping(e, format_args!("mapping the stack")))?;
     space
         .map(USER_PAGE_ADDR, false, false)
-        .map_err(|e| format!("mapping the counter page: {e:?}"))?;
+        .map_err(|e| LoadError::mapping(e, format_args!("mapping the counter page")))?;
     say!(
         "task   {}: entry {:#x}, {} segments, {} KiB",
         task.name,
@@ -689,8 +724,16 @@ struct Running {
     counting: bool,
     /// TSC ticks the task ran in ring 3, counting or not (the watchdog's measure).
     run_tsc: u64,
+    /// TSC ticks the kernel spent serving the task's syscalls and exceptions (from the entry
+    /// assembly's reading to the end of the service): the watchdog budgets it too, separately.
+    service_tsc: u64,
     /// Started by `spawn` (counted in [`SPAWNED_LIVE`] until dropped).
     spawned: bool,
+    /// The family it belongs to: the ramdisk payload it descends from and what its tasks share
+    /// (a ramdisk payload starts one).
+    family: Rc<RefCell<Family>>,
+    /// Its generation below its ramdisk payload (0: the payload itself).
+    depth: u32,
     /// The ramdisk (`spawn` looks payloads up in it).
     ramdisk: &'static [u8],
     /// The `task_index` of the task that spawned this one (`None`: a ramdisk payload, or an
@@ -743,6 +786,14 @@ struct Running {
     /// Harness calls refused (`Running::refuse`; only the first `REFUSALS_REPORTED` are
     /// records).
     refusals: u64,
+    /// Its id (`bench_begin`'s result: the task's benchmarks numbered from 1), which the
+    /// other harness calls may name.
+    bench_id: u64,
+    /// Benchmarks the task has begun (the last one's id).
+    benches_begun: u64,
+    /// Whether a `counters_configure` or `counters_reset` was refused in the open benchmark
+    /// (the first refusal is reported, not every one).
+    bench_counters_refused: bool,
     /// Its x87/SSE/AVX registers while another task has the CPU's (`hw::fpu`).
     vector: VectorState,
 }
@@ -755,6 +806,14 @@ struct PageState {
     slots: u64,
     /// The hardware counters run (their slots are readable with RDPMC).
     live: bool,
+}
+
+/// A ramdisk payload and the tasks it spawned, and their children, ...: what they share.
+struct Family {
+    /// Tasks the family started with `spawn` (against `abi::MAX_FAMILY_SPAWNS`).
+    spawned: u32,
+    /// The limits whose refusal was already reported (one `error` record per family and limit).
+    reported: Vec<SpawnLimit>,
 }
 
 /// A child of a task, as its parent sees it.
@@ -832,12 +891,18 @@ impl Running {
             pce_entries: 0,
             counting: true,
             run_tsc: 0,
+            service_tsc: 0,
             ramdisk: &[],
             parent: None,
             add_to_parent: false,
             children: Vec::new(),
             blocked_on: None,
             spawned: false,
+            family: Rc::new(RefCell::new(Family {
+                spawned: 0,
+                reported: Vec::new(),
+            })),
+            depth: 0,
             hw: Vec::new(),
             hw_rdpmc: Vec::new(),
             hw_msrs: Vec::new(),
@@ -853,6 +918,9 @@ impl Running {
             page_pin,
             bench: None,
             refusals: 0,
+            bench_id: 0,
+            benches_begun: 0,
+            bench_counters_refused: false,
             vector: VectorState::new(),
         }
     }
@@ -910,9 +978,16 @@ impl Running {
         }
     }
 
-    /// TSC ticks of its budget the task has left (`None`: no budget).
+    /// TSC ticks of its budget the task has left (`None`: no budget): the less of what is left
+    /// of its time in ring 3 and of the kernel's time serving it, each budgeted on its own. A
+    /// task that keeps the kernel busy (a flood of syscalls, each cheap in ring 3 and expensive
+    /// in the kernel: zoo-syscall-flood) is stopped too, not only one that runs long.
     fn remaining_budget(&self) -> Option<u64> {
-        self.budget.map(|b| b.tsc().saturating_sub(self.run_tsc))
+        self.budget.map(|b| {
+            let tsc = b.tsc();
+            tsc.saturating_sub(self.run_tsc)
+                .min(tsc.saturating_sub(self.service_tsc))
+        })
     }
 
     /// The watchdog ends the task: its `task_killed` record.
@@ -920,18 +995,32 @@ impl Running {
         let task = self.task;
         let vtsc = self.vc.values().tsc;
         let (ms, tsc) = self.budget.map_or((0, 0), |b| (b.ms, b.tsc()));
+        let exceeded = if self.service_tsc >= tsc && self.run_tsc < tsc {
+            "service"
+        } else {
+            "ring3"
+        };
         record("task_killed", |r| {
             r.str("task", task.name)
                 .u64("task_index", task.index)
                 .u64("budget_ms", u64::from(ms))
                 .u64("budget_tsc", tsc)
+                .str("exceeded", exceeded)
                 .u64("virtual_tsc", vtsc)
+                .u64("service_tsc", self.service_tsc)
                 .u64("syscalls", self.syscalls)
                 .u64("interrupts", self.interrupts)
         });
         say!(
-            "task   {}: killed: past its budget of {ms} ms ({tsc} TSC ticks) | virtual tsc {vtsc}",
-            task.name
+            "task   {}: killed: past its budget of {ms} ms ({tsc} TSC ticks) of {} | virtual tsc \
+             {vtsc} | kernel service {} TSC ticks",
+            task.name,
+            if exceeded == "service" {
+                "the kernel's service"
+            } else {
+                "its own time"
+            },
+            self.service_tsc
         );
     }
 
@@ -939,15 +1028,19 @@ impl Running {
     fn step(&mut self) -> Step {
         let task = self.task;
         match self.enter() {
-            Exit::Syscall => match self.syscall() {
-                Served::Exit(code) => {
-                    self.report_exit(code);
-                    Step::Ended(Ended::Exited(code))
+            Exit::Syscall => {
+                let served = self.syscall();
+                self.add_service();
+                match served {
+                    Served::Exit(code) => {
+                        self.report_exit(code);
+                        Step::Ended(Ended::Exited(code))
+                    }
+                    Served::Yield => Step::Yielded,
+                    Served::Wait => Step::Blocked,
+                    Served::Done => Step::Continue,
                 }
-                Served::Yield => Step::Yielded,
-                Served::Wait => Step::Blocked,
-                Served::Done => Step::Continue,
-            },
+            }
             Exit::Trap { vector, .. } if ring3::is_interrupt(vector) => {
                 self.interrupts += 1;
                 ring3::forward_interrupt(vector);
@@ -963,7 +1056,9 @@ impl Running {
                 cr2,
             } => {
                 let detail = if vector == INVALID_OPCODE || vector == GENERAL_PROTECTION {
-                    match self.try_rdpmc() {
+                    let emulated = self.try_rdpmc();
+                    self.add_service();
+                    match emulated {
                         Ok(()) => return Step::Continue,
                         Err(detail) => detail,
                     }
@@ -987,6 +1082,13 @@ impl Running {
         }
     }
 
+    /// Counts the kernel's service of the task's last return to the kernel (a syscall, an
+    /// emulated instruction), from the entry assembly's TSC reading to now.
+    fn add_service(&mut self) {
+        let served = hwcpu::rdtsc().wrapping_sub(self.ctx.left_tsc());
+        self.service_tsc = self.service_tsc.saturating_add(served);
+    }
+
     fn report_exit(&self, code: i64) {
         let task = self.task;
         let entries = self.ctx.entries();
@@ -997,6 +1099,7 @@ impl Running {
                 .i64("code", code)
                 .u64("virtual_tsc", vtsc)
                 .u64("syscalls", self.syscalls)
+                .u64("service_tsc", self.service_tsc)
                 .u64("interrupts", self.interrupts)
                 .u64("rdpmc_emulated", self.rdpmc_emulated)
                 .bool("pce", self.pce_entries > 0)
@@ -1157,7 +1260,7 @@ impl Running {
         // on it, and the next run of the same task needs it again).
         hwcpu::set_user_rdpmc(pce);
         self.pce_entries += u64::from(pce);
-        let exit = user::run(&mut self.ctx);
+        let exit = user::run(&mut self.ctx, &self.space);
         // The run started at the exit assembly's reading (with the virtual TSC stopped too, so
         // that the watchdog and the round-robin progress count ring 3 alone).
         let resumed = self.ctx.entered_tsc();

@@ -277,7 +277,7 @@ fn supervise(
     let mut interrupts = 0u64;
     let entries_before = user::entry_counts();
     for _ in 0..MAX_ENTRIES {
-        match user::run(ctx) {
+        match user::run(ctx, space) {
             Exit::Syscall => {
                 syscalls += 1;
                 match ctx.rax {

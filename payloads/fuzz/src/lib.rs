@@ -156,9 +156,12 @@ pub fn find_canary(buf: &[u8]) -> Option<usize> {
     (0..=buf.len() - 8).find(|&i| (0..16).any(|k| (0..8).all(|j| buf[i + j] == canary(k + j))))
 }
 
-/// A syscall's result is a value (>= 0) or one of the ABI's error codes (-1 to -8).
+/// The ABI's error codes: -1 (`EINVAL`) to -10 (`ELIMIT`).
+pub const ERRORS: usize = 10;
+
+/// A syscall's result is a value (>= 0) or one of the ABI's error codes.
 pub fn valid_result(r: i64) -> bool {
-    r >= 0 || (-8..=-1).contains(&r)
+    r >= 0 || (-(ERRORS as i64)..=-1).contains(&r)
 }
 
 #[cfg(test)]
@@ -220,7 +223,7 @@ mod tests {
 
     #[test]
     fn results_outside_the_codes_are_invalid() {
-        assert!(valid_result(0) && valid_result(i64::MAX) && valid_result(-8));
-        assert!(!valid_result(-9) && !valid_result(i64::MIN));
+        assert!(valid_result(0) && valid_result(i64::MAX) && valid_result(-10));
+        assert!(!valid_result(-11) && !valid_result(i64::MIN));
     }
 }

@@ -502,7 +502,10 @@ mod imp {
         if b.iterations == 0 {
             return Err(Error::Invalid);
         }
-        Error::check(syscall4(
+        // The benchmark's id (>= 1; 0 from a kernel that does not number them): every later
+        // call names it, so a body that ended this benchmark and began another cannot hand
+        // this one's samples to it.
+        let id = Error::check(syscall4(
             nr::BENCH_BEGIN,
             b.name.as_ptr() as u64,
             b.name.len() as u64,
@@ -511,17 +514,17 @@ mod imp {
         ))?;
         // Once begun, the benchmark is always ended: the kernel reports what it has (anything
         // missing as not measured, with the reason) instead of "never ended".
-        let measured = measure(b, &plan);
-        let ended = Error::check(syscall3(nr::BENCH_END, 0, 0, 0)).map(|_| ());
+        let measured = measure(b, &plan, id);
+        let ended = Error::check(syscall3(nr::BENCH_END, id, 0, 0)).map(|_| ());
         measured.and(ended)
     }
 
     /// Every group and kind of the plan, each handed to the kernel (`bench_samples`).
-    fn measure(b: &Bench<'_>, plan: &Plan) -> Result<(), Error> {
+    fn measure(b: &Bench<'_>, plan: &Plan, id: u64) -> Result<(), Error> {
         // SAFETY: `BUSY` is held: nothing else uses the buffer until `run` returns.
         let samples = unsafe { &mut *SAMPLES.0.get() };
         for g in 0..plan.groups {
-            let slots = Error::check(syscall3(nr::BENCH_GROUP, g, 0, 0))? as usize;
+            let slots = Error::check(syscall3(nr::BENCH_GROUP, g, id, 0))? as usize;
             let stride = 2 + slots;
             if stride > MAX_STRIDE {
                 return Err(Error::Invalid);
@@ -547,7 +550,7 @@ mod imp {
                     nr::BENCH_SAMPLES,
                     samples.as_ptr() as u64,
                     plan.reps,
-                    kind as u64,
+                    kind as u64 | id << 8,
                 ))?;
             }
         }

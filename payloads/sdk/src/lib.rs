@@ -61,6 +61,11 @@ pub enum Error {
     /// `ECOUNTERS`: the task's hardware counts were lost (a PMU error switching its counters;
     /// `counters_configure` or `counters_reset` starts them again).
     Counters,
+    /// `ENOMEM`: `spawn`: not enough free memory for the child.
+    NoMem,
+    /// `ELIMIT`: `spawn`: a limit of the caller's family is reached for good (its depth, or the
+    /// tasks it may start).
+    Limit,
     Other(i64),
 }
 
@@ -76,6 +81,8 @@ impl Error {
             -5 => Err(Error::Busy),
             -6 => Err(Error::NoSpace),
             ECOUNTERS => Err(Error::Counters),
+            ENOMEM => Err(Error::NoMem),
+            ELIMIT => Err(Error::Limit),
             r => Err(Error::Other(r)),
         }
     }
@@ -146,6 +153,10 @@ pub const fn fixed_entry(n: u8, usr: bool, os: bool) -> u64 {
 
 /// `counters_read`'s error when the task's hardware counts were lost ([`Error::Counters`]).
 pub const ECOUNTERS: i64 = -8;
+/// `spawn`'s error when there is not enough free memory for the child ([`Error::NoMem`]).
+pub const ENOMEM: i64 = -9;
+/// `spawn`'s error when a limit of the caller's family is reached ([`Error::Limit`]).
+pub const ELIMIT: i64 = -10;
 
 /// `time`'s return value when the kernel does not know the TSC frequency.
 pub const TIME_HZ_UNKNOWN: u64 = 1;
@@ -166,6 +177,8 @@ mod tests {
         assert_eq!(Error::check(0), Ok(0));
         assert_eq!(Error::check(-2), Err(Error::Fault));
         assert_eq!(Error::check(-3), Err(Error::NoSys));
+        assert_eq!(Error::check(-9), Err(Error::NoMem));
+        assert_eq!(Error::check(-10), Err(Error::Limit));
         assert_eq!(Error::check(-99), Err(Error::Other(-99)));
     }
 

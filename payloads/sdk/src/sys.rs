@@ -181,11 +181,18 @@ pub const EABORTED: i64 = -7;
 /// Starts the ramdisk's payload `name` (`payloads/<name>.elf`) as a child task with the caller's
 /// counter configuration and zero counts; returns its id for [`wait`].
 pub fn spawn(name: &str, flags: u64) -> Result<u64, Error> {
-    Error::check(syscall3(
+    spawn_with_arg(name, flags, 0)
+}
+
+/// [`spawn`], the child starting with `arg` in RDI (a payload defined with
+/// [`entry_with_arg!`](crate::entry_with_arg) gets it as `main`'s argument).
+pub fn spawn_with_arg(name: &str, flags: u64, arg: u64) -> Result<u64, Error> {
+    Error::check(syscall4(
         nr::SPAWN,
         name.as_ptr() as u64,
         name.len() as u64,
         flags,
+        arg,
     ))
 }
 
@@ -582,6 +589,25 @@ macro_rules! entry {
         pub extern "C" fn _start() -> ! {
             let f: fn() -> i64 = $main;
             $crate::exit(f())
+        }
+
+        #[panic_handler]
+        fn panic(info: &core::panic::PanicInfo<'_>) -> ! {
+            $crate::panic_exit(info)
+        }
+    };
+}
+
+/// As [`entry!`](crate::entry) around `main(arg: u64) -> i64`: `arg` is RDI at the entry, the
+/// `arg` the parent gave `spawn` ([`spawn_with_arg`]); 0 for a payload the kernel started from
+/// the ramdisk.
+#[macro_export]
+macro_rules! entry_with_arg {
+    ($main:path) => {
+        #[unsafe(no_mangle)]
+        pub extern "C" fn _start(arg: u64) -> ! {
+            let f: fn(u64) -> i64 = $main;
+            $crate::exit(f(arg))
         }
 
         #[panic_handler]

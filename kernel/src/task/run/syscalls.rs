@@ -4,14 +4,15 @@
 
 use alloc::boxed::Box;
 use alloc::format;
+use alloc::rc::Rc;
 use alloc::vec::Vec;
 use core::sync::atomic::Ordering;
 
 use baremark_hw::cpu as hwcpu;
 
 use super::super::abi::{
-    EABORTED, EBUSY, ECOUNTERS, EFAULT, EINVAL, ENOENT, ENOSPC, ENOSYS, MAX_CHILDREN, MAX_SPAWNED,
-    NAME_MAX, REPORT_MAX, SPAWN_ADD_CHILD, USER_PAGE_ADDR, VIRTUAL_TSC_INDEX, nr,
+    EABORTED, EBUSY, ECOUNTERS, EFAULT, EINVAL, ELIMIT, ENOENT, ENOMEM, ENOSPC, ENOSYS, NAME_MAX,
+    REPORT_MAX, SPAWN_ADD_CHILD, USER_PAGE_ADDR, VIRTUAL_TSC_INDEX, nr, spawn_limit,
 };
 use super::super::hwslots;
 use super::super::ring3::{self, Task, sys_write};
@@ -63,6 +64,9 @@ impl Running {
                     Err(e) => e,
                 }
             }
+            nr::COUNTERS_CONFIGURE if self.bench.is_some() => {
+                self.refuse_counters_in_bench("counters_configure")
+            }
             nr::COUNTERS_CONFIGURE => self.configure(a, b),
             nr::COUNTERS_START => {
                 self.counting = true;
@@ -71,6 +75,9 @@ impl Running {
             nr::COUNTERS_STOP => {
                 self.counting = false;
                 0
+            }
+            nr::COUNTERS_RESET if self.bench.is_some() => {
+                self.refuse_counters_in_bench("counters_reset")
             }
             nr::COUNTERS_RESET => match self.vc.reset() {
                 Ok(()) => {
@@ -88,10 +95,19 @@ impl Running {
             nr::READ_WINDOW => self.set_read_window(a, b, self.ctx.rdx, self.ctx.r10),
             nr::BENCH_PLAN => self.bench_plan(a, b),
             nr::BENCH_BEGIN => self.bench_begin(a, b, self.ctx.rdx, self.ctx.r10),
-            nr::BENCH_GROUP => self.bench_group(a),
-            nr::BENCH_SAMPLES => self.bench_samples(a, b, self.ctx.rdx),
-            nr::BENCH_END => self.bench_end(),
-            nr::SPAWN => self.spawn(a, b, self.ctx.rdx),
+            nr::BENCH_GROUP => match self.check_bench_id("bench_group", b) {
+                Ok(()) => self.bench_group(a),
+                Err(e) => e,
+            },
+            nr::BENCH_SAMPLES => match self.check_bench_id("bench_samples", self.ctx.rdx >> 8) {
+                Ok(()) => self.bench_samples(a, b, self.ctx.rdx & 0xff),
+                Err(e) => e,
+            },
+            nr::BENCH_END => match self.check_bench_id("bench_end", a) {
+                Ok(()) => self.bench_end(),
+                Err(e) => e,
+            },
+            nr::SPAWN => self.spawn(a, b, self.ctx.rdx, self.ctx.r10),
             nr::ARGS => self.args(a, b),
             nr::WAIT => match self.wait(a) {
                 Some(result) => result,
@@ -133,6 +149,41 @@ impl Running {
         code
     }
 
+    /// `counters_configure` or `counters_reset` while a benchmark is open: refused (`EBUSY`),
+    /// since a new generation restarts the virtual TSC and the counters the harness's regions
+    /// read (their deltas would span the restart). The first refusal in a benchmark sends a
+    /// `harness_error`; the benchmark goes on, measured as if the call had not been made.
+    fn refuse_counters_in_bench(&mut self, call: &str) -> i64 {
+        if core::mem::replace(&mut self.bench_counters_refused, true) {
+            return EBUSY;
+        }
+        self.refuse(
+            EBUSY,
+            &format!(
+                "{call} refused (EBUSY) while a benchmark is open: the harness owns the task's \
+                counters from bench_begin to bench_end (a new generation would restart the \
+                virtual TSC under the measured regions); later refusals in this benchmark are \
+                not reported"
+            ),
+        )
+    }
+
+    /// A harness call that names benchmark `id` (0: whichever is open): `Err` (`EINVAL`, a
+    /// `harness_error`) unless that is the open one. So a payload whose measured code ends its
+    /// benchmark and begins another (zoo-syscall-storm) cannot hand the first one's samples to
+    /// the second.
+    fn check_bench_id(&mut self, call: &str, id: u64) -> Result<(), i64> {
+        match session::addressed_bench(
+            self.bench
+                .as_ref()
+                .map(|b| (self.bench_id, b.name.as_str())),
+            id,
+        ) {
+            Ok(()) => Ok(()),
+            Err(why) => Err(self.refuse(EINVAL, &format!("{call}: {why}"))),
+        }
+    }
+
     /// `bench_plan(ptr, len)`: the plan's words (docs/harness.md) into the task's buffer.
     fn bench_plan(&mut self, ptr: u64, len: u64) -> i64 {
         let plan = match self.harness() {
@@ -167,7 +218,10 @@ impl Running {
                 session::emit_start(self.task.name, &b, plan, &mut Console);
                 BENCHES.fetch_add(1, Ordering::Relaxed);
                 self.bench = Some(b);
-                0
+                self.benches_begun += 1;
+                self.bench_id = self.benches_begun;
+                self.bench_counters_refused = false;
+                self.bench_id as i64
             }
             Ok(Err(message)) => self.refuse(EINVAL, &message),
             Err(e) => self.refuse(e, "bench_begin: the name is not readable text of the task"),
@@ -305,10 +359,11 @@ impl Running {
         }
     }
 
-    /// `spawn(name_ptr, name_len, flags)`: loads `payloads/<name>.elf` from the ramdisk as a
-    /// child task (pending until the scheduler takes it) with the parent's counter configuration
-    /// and zero counts. Returns its id (its `task_index`).
-    fn spawn(&mut self, ptr: u64, len: u64, flags: u64) -> i64 {
+    /// `spawn(name_ptr, name_len, flags, arg)`: loads `payloads/<name>.elf` from the ramdisk as
+    /// a child task (pending until the scheduler takes it) with the parent's counter
+    /// configuration and zero counts, starting with `arg` in RDI. Returns its id (its
+    /// `task_index`).
+    fn spawn(&mut self, ptr: u64, len: u64, flags: u64, arg: u64) -> i64 {
         if flags & !SPAWN_ADD_CHILD != 0 {
             return EINVAL;
         }
@@ -322,10 +377,37 @@ impl Running {
             Err(EINVAL) => return ENOENT,
             Err(e) => return e,
         };
-        if self.children.len() >= MAX_CHILDREN
-            || SPAWNED_LIVE.load(Ordering::Relaxed) >= MAX_SPAWNED
-        {
-            return EBUSY;
+        let limit = spawn_limit(
+            self.depth,
+            self.family.borrow().spawned,
+            self.children.len(),
+            SPAWNED_LIVE.load(Ordering::Relaxed),
+        );
+        if let Some(limit) = limit {
+            // Said once per family and limit (a spawn bomb hits them thousands of times).
+            let first = {
+                let mut family = self.family.borrow_mut();
+                let first = !family.reported.contains(&limit);
+                if first {
+                    family.reported.push(limit);
+                }
+                first
+            };
+            if first {
+                task_error(
+                    self.task,
+                    &format!(
+                        "spawn refused ({}): {} (reported once per family and limit)",
+                        if limit.code() == ELIMIT {
+                            "ELIMIT"
+                        } else {
+                            "EBUSY"
+                        },
+                        limit.describe()
+                    ),
+                );
+            }
+            return limit.code();
         }
         let index = NEXT_TASK_INDEX.fetch_add(1, Ordering::Relaxed);
         let task = Task { name, index };
@@ -337,20 +419,23 @@ impl Running {
                 .str("parent", parent.name)
                 .u64("parent_index", parent.index)
                 .bool("add_to_parent", add)
+                .hex("arg", arg)
         });
         let (plan, space) = match load(task, bytes) {
             Ok(loaded) => loaded,
-            Err(message) => {
+            Err(e) => {
+                let message = e.message;
                 record("task_error", |r| {
                     r.str("task", task.name)
                         .u64("task_index", task.index)
                         .str("message", &message)
                 });
                 say!("task   {}: not run: {message}", task.name);
-                return ENOENT;
+                return if e.out_of_memory { ENOMEM } else { ENOENT };
             }
         };
         SPAWNED_LIVE.fetch_add(1, Ordering::Relaxed);
+        self.family.borrow_mut().spawned += 1;
         let mut child = Running::start(task, &plan, space, self.tsc_hz);
         child.harness = self.harness;
         child.spawned = true;
@@ -363,6 +448,9 @@ impl Running {
         child.ramdisk = self.ramdisk;
         child.parent = Some(parent.index);
         child.add_to_parent = add;
+        child.ctx.rdi = arg;
+        child.family = Rc::clone(&self.family);
+        child.depth = self.depth + 1;
         self.children.push(Child {
             index,
             state: ChildState::Pending(Box::new(child)),

@@ -18,8 +18,8 @@ mod fuzz {
     use core::fmt::Write as _;
 
     use baremark_payload_fuzz::{
-        DICTIONARY, IMAGE_START, NR_MAX, NR_READ_WINDOW, Params, Rng, find_canary, may_write,
-        parse_args, valid_result,
+        DICTIONARY, ERRORS, IMAGE_START, NR_MAX, NR_READ_WINDOW, Params, Rng, find_canary,
+        may_write, parse_args, valid_result,
     };
     use baremark_sdk::Buf;
 
@@ -131,7 +131,7 @@ mod fuzz {
 
         let out_base = OUT.0.get() as u64;
         let code = main as *const () as u64;
-        let mut by_code = [0u64; 9]; // [ok, -1, ..., -8]
+        let mut by_code = [0u64; ERRORS + 1]; // [ok, -1, ..., -10]
         let mut failures = 0u64;
         let mut first: Option<Failure> = None;
         let mut rng = Rng::new(seed);
@@ -217,7 +217,7 @@ mod fuzz {
         let mut rep = Buf::<1024>::new();
         let _ = write!(
             rep,
-            "seed={seed}\ncalls={calls}\nok={}\neinval={}\nefault={}\nenosys={}\nenoent={}\nebusy={}\nenospc={}\neaborted={}\necounters={}\nfailures={failures}\ncounter_page_canary={}\n",
+            "seed={seed}\ncalls={calls}\nok={}\neinval={}\nefault={}\nenosys={}\nenoent={}\nebusy={}\nenospc={}\neaborted={}\necounters={}\nenomem={}\nelimit={}\nfailures={failures}\ncounter_page_canary={}\n",
             by_code[0],
             by_code[1],
             by_code[2],
@@ -227,6 +227,8 @@ mod fuzz {
             by_code[6],
             by_code[7],
             by_code[8],
+            by_code[9],
+            by_code[10],
             if page_leak { "found" } else { "none" },
         );
         match &first {
