@@ -47,7 +47,40 @@ done
 echo "fuzz.sh: building the fuzz targets (cargo fuzz build)"
 cargo fuzz build --fuzz-dir fuzz
 
+# Intel's perfmon files (../shared/perfmon, as the events tests read them) are not committed as
+# seeds (their license): excerpts of them join the run-time corpus when they are there.
+perfmon_excerpts() {
+    local shared=../shared/perfmon
+    if [ ! -f "$shared/mapfile.csv" ] || ! command -v python3 >/dev/null; then
+        echo "fuzz.sh: no $shared (or no python3): perfmon targets start from the committed seeds only"
+        return
+    fi
+    mkdir -p fuzz/corpus/perfmon_json fuzz/corpus/perfmon_mapfile
+    python3 - "$shared" <<'PY'
+import glob, json, os, sys
+shared = sys.argv[1]
+for path in sorted(glob.glob(os.path.join(shared, "*", "events", "*.json"))):
+    with open(path, encoding="utf-8") as f:
+        doc = json.load(f)
+    events = doc["Events"] if isinstance(doc, dict) else doc
+    name = os.path.basename(path)[:-5]
+    # A few events at a time, spread over the file, so each excerpt stays a few KiB.
+    for i in range(0, len(events), max(4, len(events) // 8)):
+        out = {"Header": doc.get("Header", {}) if isinstance(doc, dict) else {}, "Events": events[i:i + 4]}
+        with open(f"fuzz/corpus/perfmon_json/perfmon-{name}-{i}.json", "w") as f:
+            json.dump(out, f, indent=1)
+with open(os.path.join(shared, "mapfile.csv"), encoding="utf-8") as f:
+    lines = f.read().splitlines(keepends=True)
+for i in range(1, len(lines), 20):
+    with open(f"fuzz/corpus/perfmon_mapfile/perfmon-mapfile-{i}.csv", "w") as f:
+        f.write(lines[0] + "".join(lines[i:i + 20]))
+PY
+}
+
 mkdir -p fuzz/logs
+for t in "${targets[@]}"; do
+    case "$t" in perfmon_json | perfmon_mapfile) perfmon_excerpts; break ;; esac
+done
 rows=()
 failed=0
 for t in "${targets[@]}"; do
