@@ -30,18 +30,22 @@ def write(target, name, data):
 
 
 # --------------------------------------------------------------------------------------------
-# event_spec: lines from docs/events.md, and a few errors.
+# event_spec: lines from docs/events.md, and a few errors. The first byte picks the PMU (low
+# three bits: 0 Intel v4, 1 v5, 2 hybrid Atom, 3 Intel v2, 4 AMD Zen 4, 5 AMD pre-Zen, 6 TSC
+# only) and, with bit 3, the perfmon-like name table (fuzz/src/targets.rs, `event_spec`).
 
 EVENT_SPECS = {
-    "generic": "instructions:u,cycles:k,branch-misses,cycles:uk",
-    "group": "{instructions,cycles}:u, {branches,branch-misses}",
-    "raw": "r01c2,r1c2:u,r0",
-    "terms": "cpu/event=0x3c,umask=0x01,cmask=1,inv,edge/u",
-    "config-name": "cpu/config=0x1c2,name=my-event/,cpu/event=0x0e,umask=0x01,name='UOPS ISSUED'/",
-    "hybrid": "cpu_core/event=0xc0,umask2=0x1,in_tx=1/,cpu_atom/event=0x3c/k",
-    "amd": "ex_ret_brn_misp:uH,ls_not_halted_p0_cyc.p0_freq_cyc:G",
-    "table": "uops_issued.any,LD_BLOCKS.STORE_FORWARD:u,offcore_response.all_data_rd",
-    "errors": "cylces,{instructions,,}:p cpu/event=0x100/ r",
+    "generic": ("0", "instructions:u,cycles:k,branch-misses,cycles:uk"),
+    "group": ("1", "{instructions,cycles}:u, {branches,branch-misses}"),
+    "raw": ("3", "r01c2,r1c2:u,r0"),
+    "terms": ("0", "cpu/event=0x3c,umask=0x01,cmask=1,inv,edge/u"),
+    "config-name": ("8", "cpu/config=0x1c2,name=my-event/,cpu/event=0x0e,umask=0x01,name='UOPS ISSUED'/"),
+    "hybrid": ("2", "cpu_core/event=0xc0,umask2=0x1,in_tx=1/,cpu_atom/event=0x3c/k"),
+    "amd": ("4", "ex_ret_brn_misp:uH,ls_not_halted_p0_cyc.p0_freq_cyc:G,cycles"),
+    "pre-zen": ("5", "cycles,instructions:u,r0c0"),
+    "table": ("8", "uops_issued.any,LD_BLOCKS.STORE_FORWARD:u,offcore_response.all_data_rd"),
+    "tsc-only": ("6", "cycles,{instructions}"),
+    "errors": ("9", "cylces,{instructions,,}:p cpu/event=0x100/ r"),
 }
 
 # --------------------------------------------------------------------------------------------
@@ -396,8 +400,8 @@ LOGS = {
 
 def main():
     shutil.rmtree(SEEDS, ignore_errors=True)
-    for name, text in EVENT_SPECS.items():
-        write("event_spec", name + ".txt", text)
+    for name, (select, text) in EVENT_SPECS.items():
+        write("event_spec", name + ".txt", select + text)
     for name, value in PERFMON.items():
         write("perfmon_json", name, json.dumps(value, indent=1) + "\n")
     for name, text in MAPFILE.items():
