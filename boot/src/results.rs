@@ -23,6 +23,10 @@ pub const RESULT_RECORDS: &[&str] = &[
     "summary",
 ];
 
+/// The most repetitions a `samples` record may reach (`first` plus its values): ten times the
+/// kernel's cap (`REPS_MAX`, 1000 in kernel/src/config.rs).
+pub const SAMPLES_MAX: usize = 10_000;
+
 /// Statistics over the repetitions of one kind and event.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Stats {
@@ -470,10 +474,13 @@ impl Results {
             ));
         }
         let first = usize::try_from(first).map_err(|_| "samples: `first` too large")?;
-        // The kernel caps repetitions at 1000; anything far beyond is a corrupt record.
-        if first > 1_000_000 {
+        // The kernel caps repetitions at 1000; anything far beyond is a corrupt record. The
+        // bound is on the end, not the start: the slot is filled with nulls up to it, so a
+        // 100-byte record must not make the tool allocate (and write out) millions of them.
+        if first.saturating_add(values.len()) > SAMPLES_MAX {
             return Err(format!(
-                "samples of {event}/{kind}: `first` {first} is implausible"
+                "samples of {event}/{kind}: `first` {first} with {} values is implausible (at most {SAMPLES_MAX} repetitions)",
+                values.len()
             ));
         }
         let b = self.bench(r);
@@ -643,6 +650,34 @@ mod tests {
         assert_eq!(b.samples["tsc"]["empty"][0], Value::Null);
         assert_eq!(res.errors.len(), 1, "{:?}", res.errors);
         assert!(res.errors[0].message.contains("tsc/empty: 1 of 3"));
+    }
+
+    /// Fuzzing regression (results target): a 3 KiB log of 40 `samples` records with `first`
+    /// 999999 made the tool fill 40 million null slots and write them out, past 2 GB.
+    #[test]
+    fn samples_far_past_the_repetitions_are_refused_without_allocating() {
+        let mut lines: Vec<String> = (0..40)
+            .map(|k| format!(r#"{{"type":"samples","v":1,"event":"e{k}","kind":"r","first":999999,"values":[1]}}"#))
+            .collect();
+        let last = SAMPLES_MAX - 1;
+        lines.push(format!(
+            r#"{{"type":"samples","v":1,"event":"edge","kind":"r","first":{last},"values":[7]}}"#
+        ));
+        lines.push(format!(
+            r#"{{"type":"samples","v":1,"event":"past","kind":"r","first":{last},"values":[7,8]}}"#
+        ));
+        let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+        let res = Results::from_records(&records(&refs));
+        let implausible = res
+            .errors
+            .iter()
+            .filter(|e| e.message.contains("implausible"))
+            .count();
+        assert_eq!(implausible, 41, "{:?}", res.errors);
+        let b = &res.benchmarks[0];
+        assert_eq!(b.samples.keys().collect::<Vec<_>>(), ["edge"]);
+        assert_eq!(b.samples["edge"]["r"].len(), SAMPLES_MAX);
+        assert_eq!(b.samples["edge"]["r"][last], 7);
     }
 
     #[test]

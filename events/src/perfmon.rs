@@ -416,9 +416,15 @@ impl Pattern {
         Ok(Pattern(vec![Node::Group(alts)]))
     }
 
+    /// Whether the whole of `subject` matches. Subjects are CPU strings (at most 41 bytes:
+    /// `GenuineIntel-4294967295-FFFFFFFF-FFFFFFFF`); one longer than [`SUBJECT_MAX`] never
+    /// matches.
     fn full_match(&self, subject: &str) -> bool {
         let s = subject.to_ascii_uppercase().into_bytes();
-        ends(&self.0, &s, 0).contains(&s.len())
+        if s.len() > SUBJECT_MAX {
+            return false;
+        }
+        seq_ends(&self.0, &s)[0] & (1 << s.len()) != 0
     }
 
     fn matches_cpu(&self, cpu: &CpuModel) -> bool {
@@ -538,64 +544,86 @@ fn parse_class(s: &[u8], pos: &mut usize) -> Result<Node, String> {
     Ok(Node::Class { negated, ranges })
 }
 
-/// Every position where matching `seq` from `start` can end.
-fn ends(seq: &[Node], s: &[u8], start: usize) -> BTreeSet<usize> {
-    let mut cur = BTreeSet::from([start]);
+/// A set of positions in a subject (0..=len), one bit each.
+type Positions = u128;
+
+/// The longest subject [`Pattern::full_match`] takes: its positions must fit [`Positions`].
+const SUBJECT_MAX: usize = Positions::BITS as usize - 1;
+
+/// For every start position `p` in `s`, where matching `seq` from `p` can end.
+///
+/// Built bottom-up, one table per node, so every node is evaluated once per start position:
+/// the time is polynomial (nodes x positions^2) however the repeats nest. (Recomputing a
+/// repeat's inner matches for each position it was reached from took time exponential in the
+/// nesting: a 60-byte Family-model such as `((((.*)*)*)*...)*` hung the import; found by the
+/// `perfmon_mapfile` fuzz target.)
+fn seq_ends(seq: &[Node], s: &[u8]) -> Vec<Positions> {
+    let mut table: Vec<Positions> = (0..=s.len()).map(|p| 1 << p).collect();
     for node in seq {
-        let mut next = BTreeSet::new();
-        for &p in &cur {
-            next.extend(node_ends(node, s, p));
+        let node = node_ends(node, s);
+        for ends in &mut table {
+            *ends = bits(*ends).fold(0, |acc, q| acc | node[q]);
         }
-        if next.is_empty() {
-            return next;
-        }
-        cur = next;
     }
-    cur
+    table
 }
 
-fn node_ends(node: &Node, s: &[u8], p: usize) -> BTreeSet<usize> {
-    let one = |ok: bool| {
-        if ok {
-            BTreeSet::from([p + 1])
-        } else {
-            BTreeSet::new()
-        }
-    };
+/// For every start position `p` in `s`, where matching `node` from `p` can end.
+fn node_ends(node: &Node, s: &[u8]) -> Vec<Positions> {
+    let one = |p: usize, ok: bool| if ok { 1 << (p + 1) } else { 0 };
+    let positions = 0..=s.len();
     match node {
-        Node::Lit(c) => one(s.get(p) == Some(c)),
-        Node::Any => one(p < s.len()),
-        Node::Class { negated, ranges } => one(s.get(p).is_some_and(|c| {
-            // Upper-casing the pattern turned `a-f` into `A-F`; the subject is upper-cased too.
-            ranges.iter().any(|&(lo, hi)| (lo..=hi).contains(c)) != *negated
-        })),
-        Node::Group(alts) => alts.iter().flat_map(|a| ends(a, s, p)).collect(),
-        Node::Repeat { node, min, many } => {
-            let mut out = BTreeSet::new();
-            let mut frontier = BTreeSet::from([p]);
-            let mut count = 0;
-            loop {
-                if count >= *min {
-                    out.extend(frontier.iter().copied());
+        Node::Lit(c) => positions.map(|p| one(p, s.get(p) == Some(c))).collect(),
+        Node::Any => positions.map(|p| one(p, p < s.len())).collect(),
+        // Upper-casing the pattern turned `a-f` into `A-F`; the subject is upper-cased too.
+        Node::Class { negated, ranges } => positions
+            .map(|p| {
+                one(
+                    p,
+                    s.get(p).is_some_and(|c| {
+                        ranges.iter().any(|&(lo, hi)| (lo..=hi).contains(c)) != *negated
+                    }),
+                )
+            })
+            .collect(),
+        Node::Group(alts) => {
+            let mut table = vec![0; s.len() + 1];
+            for alt in alts {
+                for (ends, alt_ends) in table.iter_mut().zip(seq_ends(alt, s)) {
+                    *ends |= alt_ends;
                 }
-                if count >= 1 && !many {
-                    break;
-                }
-                let next: BTreeSet<usize> = frontier
-                    .iter()
-                    .flat_map(|&q| node_ends(node, s, q))
-                    // Only progress: an empty match cannot loop forever.
-                    .filter(|&q| !out.contains(&q) && !frontier.contains(&q))
-                    .collect();
-                if next.is_empty() {
-                    break;
-                }
-                frontier = next;
-                count += 1;
             }
-            out
+            table
+        }
+        Node::Repeat { node, min, many } => {
+            let once = node_ends(node, s);
+            // One or more repetitions. Matches never end before they start, so from the last
+            // position backwards, every later start is complete when it is needed (an empty
+            // repetition, ending where it starts, adds nothing).
+            let mut more = once.clone();
+            if *many {
+                for p in positions.clone().rev() {
+                    more[p] = bits(once[p])
+                        .filter(|&q| q > p)
+                        .fold(once[p], |acc, q| acc | more[q]);
+                }
+            }
+            positions
+                .map(|p| more[p] | if *min == 0 { 1 << p } else { 0 })
+                .collect()
         }
     }
+}
+
+/// The positions in a set, in increasing order.
+fn bits(mut set: Positions) -> impl Iterator<Item = usize> {
+    core::iter::from_fn(move || {
+        (set != 0).then(|| {
+            let p = set.trailing_zeros() as usize;
+            set &= set - 1;
+            p
+        })
+    })
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1154,6 +1182,29 @@ mod tests {
         // Nested repeats terminate.
         assert!(pat("(a*)*b").full_match("aaab"));
         assert!(!pat("(a?)*b").full_match("aaac"));
+    }
+
+    /// Fuzzing regression (perfmon_mapfile target): nested repeats took time exponential in
+    /// their depth; this row hung the import for minutes.
+    #[test]
+    fn nested_repeats_match_in_polynomial_time() {
+        let text = "Family-model,Filename,EventType\n\
+                    ((((((((((((((((.*)*)*)*)*)*)*)*)*)*)*)*)*)*)*)*)*,/x.json,core\n\
+                    ((((((((((.|..)*)*)*)*)*)*)*)*)*-55)+,/y.json,core\n";
+        let map = parse_mapfile("m.csv", text).unwrap();
+        let started = std::time::Instant::now();
+        let files = map.core_files(&cpu("GenuineIntel-6-55"), None);
+        assert_eq!(files.len(), 2);
+        assert!(map.core_files(&cpu("GenuineIntel-6-56"), None).len() == 1);
+        // Milliseconds now; minutes before.
+        assert!(started.elapsed().as_secs() < 5, "{:?}", started.elapsed());
+        // Repeats of what can match empty still match.
+        assert!(pat("(a?)+b").full_match("b"));
+        assert!(pat("(a*)+").full_match(""));
+        assert!(pat("(ab|a)*c").full_match("aababc"));
+        assert!(!pat("(ab|a)+c").full_match("c"));
+        assert!(!pat("x").full_match(&"x".repeat(SUBJECT_MAX + 1)));
+        assert!(pat("x*").full_match(&"x".repeat(SUBJECT_MAX)));
     }
 
     #[test]
