@@ -71,9 +71,9 @@ for path in sorted(glob.glob(os.path.join(shared, "*", "events", "*.json"))):
             json.dump(out, f, indent=1)
 with open(os.path.join(shared, "mapfile.csv"), encoding="utf-8") as f:
     lines = f.read().splitlines(keepends=True)
-for i in range(1, len(lines), 20):
+for i in range(1, len(lines), 8):
     with open(f"fuzz/corpus/perfmon_mapfile/perfmon-mapfile-{i}.csv", "w") as f:
-        f.write(lines[0] + "".join(lines[i:i + 20]))
+        f.write(lines[0] + "".join(lines[i:i + 8]))
 PY
 }
 

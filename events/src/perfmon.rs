@@ -63,7 +63,7 @@
 //! reported in [`Imported::skipped`] with its file, name, field and reason. Errors that concern
 //! a whole file (unreadable, not JSON, wrong shape) are a [`PerfmonError`].
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::fmt;
 use std::path::{Component, Path, PathBuf};
 
@@ -424,7 +424,11 @@ impl Pattern {
         if s.len() > SUBJECT_MAX {
             return false;
         }
-        seq_ends(&self.0, &s)[0] & (1 << s.len()) != 0
+        let mut m = Matcher {
+            s: &s,
+            memo: HashMap::new(),
+        };
+        m.seq(&self.0, 1) & (1 << s.len()) != 0
     }
 
     fn matches_cpu(&self, cpu: &CpuModel) -> bool {
@@ -550,68 +554,84 @@ type Positions = u128;
 /// The longest subject [`Pattern::full_match`] takes: its positions must fit [`Positions`].
 const SUBJECT_MAX: usize = Positions::BITS as usize - 1;
 
-/// For every start position `p` in `s`, where matching `seq` from `p` can end.
+/// Matching one subject: the set of positions each step can reach, moving forward through the
+/// pattern from position 0.
 ///
-/// Built bottom-up, one table per node, so every node is evaluated once per start position:
-/// the time is polynomial (nodes x positions^2) however the repeats nest. (Recomputing a
-/// repeat's inner matches for each position it was reached from took time exponential in the
-/// nesting: a 60-byte Family-model such as `((((.*)*)*)*...)*` hung the import; found by the
-/// `perfmon_mapfile` fuzz target.)
-fn seq_ends(seq: &[Node], s: &[u8]) -> Vec<Positions> {
-    let mut table: Vec<Positions> = (0..=s.len()).map(|p| 1 << p).collect();
-    for node in seq {
-        let node = node_ends(node, s);
-        for ends in &mut table {
-            *ends = bits(*ends).fold(0, |acc, q| acc | node[q]);
-        }
-    }
-    table
+/// Where a group or a repeat can end when it starts at `p` is computed once per (node, `p`) and
+/// remembered, so the time is polynomial (nodes x positions^2) however the repeats nest, and
+/// for the usual patterns about one step per node. (Recomputing a repeat's inner matches from
+/// every position it reached, at every level, took time exponential in the nesting: a 60-byte
+/// Family-model such as `((((.*)*)*)*...)*` hung the import; found with the `perfmon_mapfile`
+/// fuzz target.)
+struct Matcher<'a> {
+    s: &'a [u8],
+    /// (node address, start) -> end positions: of a group, or of one or more repetitions.
+    memo: HashMap<(usize, usize), Positions>,
 }
 
-/// For every start position `p` in `s`, where matching `node` from `p` can end.
-fn node_ends(node: &Node, s: &[u8]) -> Vec<Positions> {
-    let one = |p: usize, ok: bool| if ok { 1 << (p + 1) } else { 0 };
-    let positions = 0..=s.len();
-    match node {
-        Node::Lit(c) => positions.map(|p| one(p, s.get(p) == Some(c))).collect(),
-        Node::Any => positions.map(|p| one(p, p < s.len())).collect(),
-        // Upper-casing the pattern turned `a-f` into `A-F`; the subject is upper-cased too.
-        Node::Class { negated, ranges } => positions
-            .map(|p| {
-                one(
-                    p,
-                    s.get(p).is_some_and(|c| {
-                        ranges.iter().any(|&(lo, hi)| (lo..=hi).contains(c)) != *negated
-                    }),
-                )
-            })
-            .collect(),
-        Node::Group(alts) => {
-            let mut table = vec![0; s.len() + 1];
-            for alt in alts {
-                for (ends, alt_ends) in table.iter_mut().zip(seq_ends(alt, s)) {
-                    *ends |= alt_ends;
-                }
+impl Matcher<'_> {
+    /// Where matching `seq` can end, from any of `starts`.
+    fn seq(&mut self, seq: &[Node], starts: Positions) -> Positions {
+        let mut cur = starts;
+        for node in seq {
+            if cur == 0 {
+                break;
             }
-            table
+            cur = bits(cur).fold(0, |acc, p| acc | self.node(node, p));
         }
-        Node::Repeat { node, min, many } => {
-            let once = node_ends(node, s);
-            // One or more repetitions. Matches never end before they start, so from the last
-            // position backwards, every later start is complete when it is needed (an empty
-            // repetition, ending where it starts, adds nothing).
-            let mut more = once.clone();
-            if *many {
-                for p in positions.clone().rev() {
-                    more[p] = bits(once[p])
-                        .filter(|&q| q > p)
-                        .fold(once[p], |acc, q| acc | more[q]);
-                }
+        cur
+    }
+
+    /// Where matching `node` from `p` can end.
+    fn node(&mut self, node: &Node, p: usize) -> Positions {
+        let one = |ok: bool| if ok { 1 << (p + 1) } else { 0 };
+        let s = self.s;
+        match node {
+            Node::Lit(c) => one(s.get(p) == Some(c)),
+            Node::Any => one(p < s.len()),
+            // Upper-casing the pattern turned `a-f` into `A-F`; the subject is upper-cased too.
+            Node::Class { negated, ranges } => one(s
+                .get(p)
+                .is_some_and(|c| ranges.iter().any(|&(lo, hi)| (lo..=hi).contains(c)) != *negated)),
+            Node::Group(alts) => self.remembered(node, p, |m| {
+                alts.iter().fold(0, |acc, alt| acc | m.seq(alt, 1 << p))
+            }),
+            Node::Repeat { min, .. } => self.repeated(node, p) | if *min == 0 { 1 << p } else { 0 },
+        }
+    }
+
+    /// Where one or more repetitions of `repeat`'s node from `p` can end: the ends of one, and
+    /// (for `*` and `+`) the ends of more from each of those. Matches never end before they
+    /// start, and one ending at `p` itself adds nothing, so the recursion only moves forward.
+    fn repeated(&mut self, repeat: &Node, p: usize) -> Positions {
+        let Node::Repeat { node, many, .. } = repeat else {
+            return 0;
+        };
+        self.remembered(repeat, p, |m| {
+            let once = m.node(node, p);
+            if !*many {
+                return once;
             }
-            positions
-                .map(|p| more[p] | if *min == 0 { 1 << p } else { 0 })
-                .collect()
+            bits(once)
+                .filter(|&q| q > p)
+                .fold(once, |acc, q| acc | m.repeated(repeat, q))
+        })
+    }
+
+    /// `compute`'s value for (`node`, `p`), computed once.
+    fn remembered(
+        &mut self,
+        node: &Node,
+        p: usize,
+        compute: impl FnOnce(&mut Self) -> Positions,
+    ) -> Positions {
+        let key = (core::ptr::from_ref(node).addr(), p);
+        if let Some(&ends) = self.memo.get(&key) {
+            return ends;
         }
+        let ends = compute(self);
+        self.memo.insert(key, ends);
+        ends
     }
 }
 

@@ -191,24 +191,25 @@ pub fn perfmon_json(data: &[u8]) {
 }
 
 /// Intel perfmon mapfile.csv (`perfmon::parse_mapfile`), and matching CPUs against its
-/// Family-model patterns.
+/// Family-model patterns: a CPU without a stepping (every stepping is tried) and a hybrid
+/// part's core type.
 pub fn perfmon_mapfile(data: &[u8]) {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
     match perfmon::parse_mapfile("mapfile.csv", text) {
         Ok(map) => {
-            for cpu in [
-                "GenuineIntel-6-55",
-                "GenuineIntel-6-97-2",
-                "AuthenticAMD-25-11",
+            for (cpu, core_type) in [
+                ("GenuineIntel-6-55", None),
+                ("GenuineIntel-6-97-2", Some(CoreType::Core)),
             ] {
                 let cpu = CpuModel::parse(cpu).expect("a valid CPU string");
-                for core_type in [None, Some(CoreType::Atom), Some(CoreType::Core)] {
-                    for entry in map.core_files(&cpu, core_type) {
-                        assert!(entry.is_core() && entry.matches(&cpu));
-                        assert!(!entry.filename.is_empty());
-                    }
+                for entry in map.core_files(&cpu, core_type) {
+                    assert!(entry.is_core() && entry.matches(&cpu));
+                    assert!(!entry.filename.is_empty());
+                    assert!(
+                        core_type.is_none() || entry.core_type.is_none_or(|t| Some(t) == core_type)
+                    );
                 }
             }
         }
