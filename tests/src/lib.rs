@@ -175,7 +175,12 @@ pub fn boot_floor(timeout: Duration) -> Result<FloorBoot, String> {
     let result = loop {
         if let Ok(Some(status)) = child.try_wait() {
             let exit_after = start.elapsed();
-            while let Ok((line, at)) = rx.try_recv() {
+            // The reader may not have read QEMU's last output yet (under load it lags the
+            // exit): take every line until it reaches the end of the pipe, within a bound.
+            let drain_until = Instant::now() + Duration::from_secs(10);
+            while let Ok((line, at)) =
+                rx.recv_timeout(drain_until.saturating_duration_since(Instant::now()))
+            {
                 if line.trim_end() == baremark::image::FLOOR_LINE {
                     line_after.get_or_insert(at);
                 }
