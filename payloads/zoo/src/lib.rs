@@ -19,30 +19,9 @@ pub mod codes {
     pub const EABORTED: i64 = -7;
 }
 
-/// xorshift64 (Marsaglia): the random RDPMC indices. Deterministic for a seed, so under
-/// `-icount` (where the TSC that seeds it is exact) a run is reproducible.
-#[derive(Clone, Copy, Debug)]
-pub struct XorShift64(u64);
-
-impl XorShift64 {
-    /// A generator from a seed (zero, xorshift's fixed point, is replaced).
-    pub const fn new(seed: u64) -> Self {
-        XorShift64(if seed == 0 {
-            0x9e37_79b9_7f4a_7c15
-        } else {
-            seed
-        })
-    }
-
-    pub fn next_u64(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        self.0 = x;
-        x
-    }
-}
+/// xorshift64 (Marsaglia), the suite's: the random RDPMC indices. Deterministic for a seed,
+/// so under `-icount` (where the TSC that seeds it is exact) a run is reproducible.
+pub use baremark_payload_suite::XorShift64;
 
 /// The RDPMC indices `zoo-rdpmc` tries first, one per child: every kind of index a CPU might
 /// give meaning to, and the edges around the kernel's virtual-TSC pseudo-index.
