@@ -40,10 +40,16 @@ pub enum TestAction {
     /// Run the ring-3 smoke test (`task::smoke`): payloads that exit, write, and fault in ring
     /// 3; the run still ends with status ok.
     Ring3,
+    /// Find every USB mass-storage disk (`usb`) and report each with a digest of its first
+    /// sectors (`usb_disk` records).
+    UsbDisks,
+    /// Write a test pattern to 64 sectors at `usb_test_lba` of every USB disk found, read them
+    /// back and report (`usb_write` records). Test images only: it overwrites those sectors.
+    UsbWrite,
 }
 
 impl TestAction {
-    pub const ALL: [(&'static str, TestAction); 7] = [
+    pub const ALL: [(&'static str, TestAction); 9] = [
         ("none", TestAction::None),
         ("page-fault", TestAction::PageFault),
         ("panic", TestAction::Panic),
@@ -51,6 +57,8 @@ impl TestAction {
         ("stack-overflow", TestAction::StackOverflow),
         ("hang", TestAction::Hang),
         ("ring3", TestAction::Ring3),
+        ("usb-disks", TestAction::UsbDisks),
+        ("usb-write", TestAction::UsbWrite),
     ];
 
     pub fn name(self) -> &'static str {
@@ -103,6 +111,25 @@ pub struct RunConfig {
     /// Plant the canary (`canary` module) in free kernel memory before the payloads run, so a
     /// payload (`fuzz-syscalls`) can tell whether any kernel byte reaches it.
     pub canary: bool,
+    /// Test-only: the first sector `test = usb-write` writes on every USB disk.
+    pub usb_test_lba: u64,
+    /// The results file on the boot stick (`results_file`, `disk_signature`, `results_id`),
+    /// written by `baremark image --usb`; `None`: no results file (docs/results-file.md).
+    pub results_file: Option<ResultsFile>,
+}
+
+/// Where the results file lies on the boot stick and how to recognise the stick
+/// (`results_file = LBA:SECTORS`, `disk_signature = 0xXXXXXXXX`, `results_id = 32 hex digits`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ResultsFile {
+    /// The file's first sector (512-byte sectors from the start of the disk).
+    pub lba: u64,
+    /// Its length in sectors (contiguous).
+    pub sectors: u64,
+    /// The MBR disk signature (bytes 440..444 of sector 0, little-endian).
+    pub disk_signature: u32,
+    /// The image's random identity, also in the file's header sector.
+    pub id: [u8; 16],
 }
 
 /// The most repetitions (and warm-ups) per benchmark and kind (the SDK's sample buffer).
@@ -144,6 +171,8 @@ impl Default for RunConfig {
             counter_preset: 0,
             test_pmu_fault: 0,
             canary: false,
+            usb_test_lba: 0,
+            results_file: None,
         }
     }
 }
@@ -173,6 +202,11 @@ pub enum ConfigError<'a> {
         line: usize,
         key: &'a str,
     },
+    /// Keys that only work together, not all given (`line`: the last of them).
+    Incomplete {
+        line: usize,
+        what: &'static str,
+    },
 }
 
 impl ConfigError<'_> {
@@ -182,7 +216,8 @@ impl ConfigError<'_> {
             ConfigError::MissingEquals { line }
             | ConfigError::UnknownKey { line, .. }
             | ConfigError::BadValue { line, .. }
-            | ConfigError::DuplicateKey { line, .. } => Some(line),
+            | ConfigError::DuplicateKey { line, .. }
+            | ConfigError::Incomplete { line, .. } => Some(line),
             _ => None,
         }
     }
@@ -214,6 +249,7 @@ impl fmt::Display for ConfigError<'_> {
             ConfigError::DuplicateKey { key, .. } => {
                 write!(f, "`{key}` given again (last one wins)")
             }
+            ConfigError::Incomplete { what, .. } => f.write_str(what),
         }
     }
 }
@@ -262,7 +298,12 @@ pub fn parse<'a>(text: &'a str, report: &mut dyn FnMut(ConfigError<'a>)) -> RunC
         source: ConfigSource::Ramdisk,
         ..RunConfig::default()
     };
-    let mut seen = [false; 13];
+    let mut seen = [false; 17];
+    // The results file's three keys, checked together after the last line.
+    let mut results_place: Option<(u64, u64)> = None;
+    let mut disk_signature: Option<u32> = None;
+    let mut results_id: Option<[u8; 16]> = None;
+    let mut results_line = 0;
     for (index, raw) in text.lines().enumerate() {
         let line = index + 1;
         let content = raw.split('#').next().unwrap_or("").trim();
@@ -288,6 +329,10 @@ pub fn parse<'a>(text: &'a str, report: &mut dyn FnMut(ConfigError<'a>)) -> RunC
             "counter_preset" => 10,
             "test_pmu_fault" => 11,
             "canary" => 12,
+            "usb_test_lba" => 13,
+            "results_file" => 14,
+            "disk_signature" => 15,
+            "results_id" => 16,
             _ => {
                 report(ConfigError::UnknownKey { line, key });
                 continue;
@@ -312,7 +357,8 @@ pub fn parse<'a>(text: &'a str, report: &mut dyn FnMut(ConfigError<'a>)) -> RunC
             1 => match TestAction::ALL.iter().find(|(name, _)| *name == value) {
                 Some((_, action)) => config.test = *action,
                 None => report(bad(
-                    "one of none, page-fault, panic, invalid-opcode, stack-overflow, hang, ring3",
+                    "one of none, page-fault, panic, invalid-opcode, stack-overflow, hang, ring3, \
+                     usb-disks, usb-write",
                 )),
             },
             4 => match value.parse::<u32>() {
@@ -350,6 +396,42 @@ pub fn parse<'a>(text: &'a str, report: &mut dyn FnMut(ConfigError<'a>)) -> RunC
                 Ok(n) => config.test_pmu_fault = n,
                 _ => report(bad("a switch-in number, 0 (off) or more")),
             },
+            13 => match value.parse::<u64>() {
+                Ok(lba) => config.usb_test_lba = lba,
+                _ => report(bad("a sector number")),
+            },
+            14 => {
+                results_line = line;
+                match value.split_once(':').and_then(|(a, b)| {
+                    Some((a.trim().parse::<u64>().ok()?, b.trim().parse::<u64>().ok()?))
+                }) {
+                    Some((lba, sectors))
+                        if lba > 0 && sectors >= 2 && lba.checked_add(sectors).is_some() =>
+                    {
+                        results_place = Some((lba, sectors))
+                    }
+                    _ => report(bad(
+                        "FIRST_SECTOR:SECTORS, at least 2 sectors after sector 0",
+                    )),
+                }
+            }
+            15 => {
+                results_line = line;
+                match value
+                    .strip_prefix("0x")
+                    .and_then(|h| u32::from_str_radix(h, 16).ok())
+                {
+                    Some(sig) => disk_signature = Some(sig),
+                    None => report(bad("0x and 8 hex digits")),
+                }
+            }
+            16 => {
+                results_line = line;
+                match parse_id(value) {
+                    Some(id) => results_id = Some(id),
+                    None => report(bad("32 hex digits")),
+                }
+            }
             _ => match value {
                 "on" | "true" | "yes" | "off" | "false" | "no" => {
                     let on = matches!(value, "on" | "true" | "yes");
@@ -363,7 +445,35 @@ pub fn parse<'a>(text: &'a str, report: &mut dyn FnMut(ConfigError<'a>)) -> RunC
             },
         }
     }
+    match (results_place, disk_signature, results_id) {
+        (Some((lba, sectors)), Some(disk_signature), Some(id)) => {
+            config.results_file = Some(ResultsFile {
+                lba,
+                sectors,
+                disk_signature,
+                id,
+            })
+        }
+        (None, None, None) => {}
+        _ => report(ConfigError::Incomplete {
+            line: results_line,
+            what: "the results file needs all of results_file, disk_signature and results_id; \
+                   it is not written",
+        }),
+    }
     config
+}
+
+/// 32 hex digits as 16 bytes.
+fn parse_id(text: &str) -> Option<[u8; 16]> {
+    if text.len() != 32 || !text.is_ascii() {
+        return None;
+    }
+    let mut id = [0u8; 16];
+    for (i, byte) in id.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(&text[2 * i..2 * i + 2], 16).ok()?;
+    }
+    Some(id)
 }
 
 #[cfg(test)]
@@ -378,6 +488,39 @@ mod tests {
             errors.push(std::format!("{:?}: {e}", e.line()))
         });
         (c, errors)
+    }
+
+    #[test]
+    fn results_file_needs_all_three_keys() {
+        let (c, errors) = parse_collect(
+            "results_file = 2048:8192\ndisk_signature = 0x1234abcd\nresults_id = 000102030405060708090a0b0c0d0e0f\n",
+        );
+        assert!(errors.is_empty(), "{errors:?}");
+        let f = c.results_file.unwrap();
+        assert_eq!(
+            (f.lba, f.sectors, f.disk_signature),
+            (2048, 8192, 0x1234_abcd)
+        );
+        assert_eq!(f.id[15], 15);
+        let (c, errors) = parse_collect("results_file = 2048:8192\ndisk_signature = 0x1234abcd\n");
+        assert!(c.results_file.is_none());
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert!(errors[0].starts_with("Some(2)") && errors[0].contains("not written"));
+        for bad in [
+            "results_file = 0:10",
+            "results_file = 5:1",
+            "results_file = 18446744073709551615:2",
+            "results_file = x",
+            "disk_signature = 1234",
+            "results_id = 00",
+            "results_id = zz0102030405060708090a0b0c0d0e0f",
+        ] {
+            let (_, errors) = parse_collect(bad);
+            assert!(
+                errors.iter().any(|e| e.contains("bad value")),
+                "{bad}: {errors:?}"
+            );
+        }
     }
 
     #[test]

@@ -2,6 +2,9 @@
 //!
 //! Lines end in "\r\n" so a terminal on a real serial cable shows them properly; the host
 //! parser accepts both line endings. Anything that is not a record line is text for people.
+//!
+//! Every byte sent also goes to `outputs::tee` (the results file on the boot stick gets the
+//! same stream), and every text line to `outputs::text` (the screen).
 
 use core::fmt::{self, Write};
 
@@ -33,15 +36,19 @@ pub fn record(kind: &str, build: impl for<'a> FnOnce(Record<'a>) -> Record<'a>) 
 pub fn record_fatal(kind: &str, build: impl for<'a> FnOnce(Record<'a>) -> Record<'a>) {
     let mut buf = LineBuf::<MAX_RECORD_LEN>::new();
     let complete = build(Record::new(&mut buf, kind)).finish().is_ok();
-    serial::write_fatal(b"\r\n");
+    let fatal = |bytes: &[u8]| {
+        serial::write_fatal(bytes);
+        crate::outputs::tee(bytes);
+    };
+    fatal(b"\r\n");
     if complete {
-        serial::write_fatal(buf.as_bytes());
+        fatal(buf.as_bytes());
     } else {
-        serial::write_fatal(
+        fatal(
             br#"{"type":"error","v":1,"source":"console","message":"a fatal record was too long"}"#,
         );
     }
-    serial::write_fatal(b"\r\n");
+    fatal(b"\r\n");
 }
 
 /// Writes one line (adds the line ending) under the serial lock.
@@ -49,6 +56,8 @@ pub fn write_line(bytes: &[u8]) {
     serial::with_lock(|send| {
         send(bytes);
         send(b"\r\n");
+        crate::outputs::tee(bytes);
+        crate::outputs::tee(b"\r\n");
     });
 }
 
@@ -57,6 +66,7 @@ pub fn text(args: fmt::Arguments<'_>) {
     let mut buf = LineBuf::<512>::new();
     let _ = buf.write_fmt(args);
     write_line(buf.as_bytes());
+    crate::outputs::text(buf.as_bytes());
 }
 
 /// Prints a human-readable line on the serial console.

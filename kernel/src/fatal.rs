@@ -50,6 +50,7 @@ pub fn end(status: Status, reason: Option<&str>) -> ! {
         stop(Status::Fail);
     }
     let on_end = ON_END.load(Relaxed);
+    crate::outputs::report();
     console::record_fatal("end", |r| {
         r.str("status", if status == Status::Ok { "ok" } else { "fail" })
             .opt_str("reason", reason)
@@ -76,6 +77,11 @@ pub fn end(status: Status, reason: Option<&str>) -> ! {
                         crate::counters::PMI_COUNTS.spurious.load(Relaxed),
                     )
             })
+    });
+    crate::outputs::at_end(match (status, reason) {
+        (Status::Ok, _) => "run complete: status ok",
+        (Status::Fail, Some(reason)) => reason,
+        (Status::Fail, None) => "run failed",
     });
     stop(status)
 }

@@ -24,11 +24,17 @@
 //! | `fatal`       | fault and panic reports, the end of a run                     | no          |
 //! | `timer`       | local APIC bring-up, timer calibration and checks             | no          |
 //! | `machine`     | the boot sequence and the boot report                         | no          |
+//! | `blockdev`    | the block-device interface (disk drivers to disk writers)     | -           |
+//! | `results_file`| the results file on the boot stick: recognising it, writing it | yes         |
+//! | `usb`         | the xHCI driver and USB mass storage                          | no          |
+//! | `screen`      | the framebuffer console                                       | no          |
+//! | `outputs`     | the stream's other outputs: screen and results file, flushed between payloads | no |
 #![cfg_attr(not(test), no_std)]
 #![deny(unsafe_code)]
 
 extern crate alloc;
 
+pub mod blockdev;
 pub mod config;
 pub mod cpu;
 pub mod exceptions;
@@ -37,6 +43,7 @@ pub mod pmu;
 pub mod pmu_info;
 pub mod ramdisk;
 pub mod record;
+pub mod results_file;
 pub mod selftest;
 pub mod task;
 pub mod tsc;
@@ -52,6 +59,10 @@ pub mod fatal;
 #[cfg(target_os = "none")]
 pub mod machine;
 #[cfg(target_os = "none")]
+pub mod outputs;
+#[cfg(target_os = "none")]
+pub mod screen;
+#[cfg(target_os = "none")]
 pub mod selftest_live;
 #[cfg(target_os = "none")]
 pub mod timer;
@@ -59,6 +70,8 @@ pub mod timer;
 pub mod trap_counts;
 #[cfg(target_os = "none")]
 pub mod traps;
+#[cfg(target_os = "none")]
+pub mod usb;
 
 /// The kernel's version, reported in the `boot` record.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

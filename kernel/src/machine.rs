@@ -83,7 +83,10 @@ pub fn run(boot_info: &'static mut BootInfo) -> ! {
 
     report_pmu(&cpu);
 
-    run_test_action(config.test);
+    crate::outputs::open_results_file(config.results_file);
+    crate::outputs::between_payloads("boot report complete");
+
+    run_test_action(config.test, config.usb_test_lba);
     if config.selftest {
         let summary = crate::selftest_live::run();
         if summary.failed > 0 {
@@ -684,7 +687,7 @@ fn report_pmu(cpu: &CpuInfo) {
     say!("pmu    {summary} | backend {backend}: {}", d.reason);
 }
 
-fn run_test_action(action: TestAction) {
+fn run_test_action(action: TestAction, usb_test_lba: u64) {
     match action {
         TestAction::None => {}
         TestAction::PageFault => {
@@ -711,6 +714,8 @@ fn run_test_action(action: TestAction) {
             }
         }
         TestAction::Ring3 => crate::task::smoke::run(),
+        TestAction::UsbDisks => crate::usb::test_disks(),
+        TestAction::UsbWrite => crate::usb::test_write(usb_test_lba),
     }
 }
 

@@ -251,6 +251,11 @@ pub fn run_payloads(
                 if quantum.is_some() {
                     ready.push(t);
                 } else {
+                    // Between payloads: the screen and the results file catch up.
+                    crate::outputs::between_payloads(&alloc::format!(
+                        "payload {} of {members}: {name}",
+                        task.index + 1
+                    ));
                     run_family(t, budget, &mut summary);
                 }
             }
@@ -269,6 +274,11 @@ pub fn run_payloads(
     if let Some(q) = quantum
         && !ready.is_empty()
     {
+        crate::outputs::between_payloads(&alloc::format!(
+            "{} payloads round-robin, {} us quantum",
+            ready.len(),
+            q.us
+        ));
         round_robin(ready, q, tsc_hz, &mut summary);
     }
     // The last task may have left CR4.PCE set (`enter`): ring 3 runs only through the runner,

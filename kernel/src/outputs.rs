@@ -1,0 +1,221 @@
+//! Where the kernel's output goes besides the serial port: the screen (`screen`) and the
+//! results file on the boot stick (`results_file`, over `usb`).
+//!
+//! Every line the console sends to the serial port passes through [`tee`] (kept in memory) and
+//! text lines through [`text`] (queued for the screen). Nothing is drawn and nothing is written
+//! to the stick then: that happens only in [`between_payloads`] and [`at_end`], which the task
+//! runner and the end of the run call where no measured region is open, and their cost is
+//! measured and reported (the `outputs` record).
+
+use alloc::boxed::Box;
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+
+use baremark_hw::cpu;
+use spin::Mutex;
+
+use crate::blockdev::BlockDevice;
+use crate::config::ResultsFile;
+use crate::console::record;
+use crate::results_file::Writer;
+
+/// Bytes of the stream kept between two flushes. A flush empties it; what does not fit before
+/// the next flush is counted as dropped (the `outputs` record says how much).
+const PENDING_MAX: usize = 1 << 20;
+
+struct Pending {
+    bytes: [u8; PENDING_MAX],
+    len: usize,
+}
+
+static PENDING: Mutex<Pending> = Mutex::new(Pending {
+    bytes: [0; PENDING_MAX],
+    len: 0,
+});
+/// Whether the stream is kept at all (no results file: nothing to keep it for).
+static KEEP: AtomicBool = AtomicBool::new(true);
+/// Stream bytes that found the pending buffer full (or locked by interrupted code).
+static DROPPED: AtomicU64 = AtomicU64::new(0);
+
+/// The open results file and its disk.
+struct Open {
+    disk: Box<dyn BlockDevice>,
+    writer: Writer,
+}
+
+static FILE: Mutex<Option<Open>> = Mutex::new(None);
+
+/// Cost of the flushes (TSC ticks), for the `outputs` record.
+static FLUSHES: AtomicU64 = AtomicU64::new(0);
+static FLUSH_TICKS: AtomicU64 = AtomicU64::new(0);
+static FLUSH_TICKS_MAX: AtomicU64 = AtomicU64::new(0);
+
+/// Keeps a piece of the serial stream (called for every byte sent, in order).
+pub fn tee(bytes: &[u8]) {
+    if !KEEP.load(Relaxed) {
+        return;
+    }
+    // Never wait: the caller may be a fault report that interrupted a flush.
+    let Some(mut p) = PENDING.try_lock() else {
+        DROPPED.fetch_add(bytes.len() as u64, Relaxed);
+        return;
+    };
+    let room = PENDING_MAX - p.len;
+    let take = bytes.len().min(room);
+    let at = p.len;
+    p.bytes[at..at + take].copy_from_slice(&bytes[..take]);
+    p.len += take;
+    if take < bytes.len() {
+        DROPPED.fetch_add((bytes.len() - take) as u64, Relaxed);
+    }
+}
+
+/// A human-readable line (no line ending) for the screen.
+pub fn text(line: &[u8]) {
+    crate::screen::text(line);
+}
+
+/// Looks for the boot stick named by the run configuration and opens its results file; says
+/// what it found (the `results_file` record and a text line). Without a results file in the
+/// configuration the stream is not kept.
+pub fn open_results_file(config: Option<ResultsFile>) {
+    let Some(file) = config else {
+        KEEP.store(false, Relaxed);
+        PENDING.lock().len = 0;
+        return;
+    };
+    let start = cpu::rdtsc();
+    let probe = crate::usb::probe();
+    let mut rejected: Vec<String> = probe.notes;
+    let mut chosen = None;
+    for mut disk in probe.disks {
+        match crate::results_file::check_disk(disk.as_mut(), &file) {
+            Ok(()) if chosen.is_none() => chosen = Some(disk),
+            Ok(()) => rejected.push(alloc::format!(
+                "{}: also this image's stick; only the first is written",
+                disk.describe()
+            )),
+            Err(why) => rejected.push(alloc::format!("{}: {why}", disk.describe())),
+        }
+    }
+    let ticks = cpu::rdtsc().wrapping_sub(start);
+    let described = chosen.as_ref().map(|d| d.describe());
+    record("results_file", |r| {
+        r.str(
+            "state",
+            if chosen.is_some() {
+                "open"
+            } else {
+                "not-found"
+            },
+        )
+        .opt_str("disk", described.as_deref())
+        .u64("lba", file.lba)
+        .u64("sectors", file.sectors)
+        .fmt(
+            "disk_signature",
+            format_args!("{:#010x}", file.disk_signature),
+        )
+        .str_array("rejected", rejected.iter().map(String::as_str))
+        .u64("probe_tsc", ticks)
+    });
+    for why in &rejected {
+        crate::say!("stick  not written: {why}");
+    }
+    match chosen {
+        Some(disk) => {
+            crate::say!(
+                "stick  results file BAREMARK/RESULTS.LOG on {}: {} KiB",
+                described.as_deref().unwrap_or(""),
+                file.sectors / 2
+            );
+            *FILE.lock() = Some(Open {
+                disk,
+                writer: Writer::new(file),
+            });
+        }
+        None => {
+            crate::say!(
+                "stick  no USB stick with this image's results file was found: results are on \
+                 the serial port only"
+            );
+            KEEP.store(false, Relaxed);
+            PENDING.lock().len = 0;
+        }
+    }
+}
+
+/// Between payloads (no measured region open): draws the screen and writes the stream so far
+/// to the stick. `status` is the screen's status line.
+pub fn between_payloads(status: &str) {
+    flush(status, false);
+}
+
+/// After the `end` record: the last write to the stick, and the final screen.
+pub fn at_end(status: &str) {
+    flush(status, true);
+}
+
+fn flush(status: &str, complete: bool) {
+    let start = cpu::rdtsc();
+    write_file(complete);
+    crate::screen::flush(status);
+    let ticks = cpu::rdtsc().wrapping_sub(start);
+    FLUSHES.fetch_add(1, Relaxed);
+    FLUSH_TICKS.fetch_add(ticks, Relaxed);
+    FLUSH_TICKS_MAX.fetch_max(ticks, Relaxed);
+}
+
+/// Writes the pending stream to the results file, if one is open. A device error closes the
+/// file (said on the screen and, while the serial port works, in an `error` record).
+fn write_file(complete: bool) {
+    // A fault report that interrupted a flush must not wait for it.
+    let Some(mut file) = FILE.try_lock() else {
+        return;
+    };
+    let Some(open) = file.as_mut() else {
+        return;
+    };
+    let bytes: Vec<u8> = {
+        let Some(mut p) = PENDING.try_lock() else {
+            return;
+        };
+        let v = p.bytes[..p.len].to_vec();
+        p.len = 0;
+        v
+    };
+    if let Err(e) = open.writer.append(open.disk.as_mut(), &bytes, complete) {
+        let disk = open.disk.describe();
+        *file = None;
+        drop(file);
+        KEEP.store(false, Relaxed);
+        record("error", |r| {
+            r.str("source", "results_file").fmt(
+                "message",
+                format_args!("writing to {disk} failed ({e}); the results file is closed"),
+            )
+        });
+        crate::say!("stick  writing failed ({e}): the results file is closed");
+    }
+}
+
+/// The `outputs` record: what the flushes cost and what was dropped (emitted before `end`).
+pub fn report() {
+    let (written, state, file_dropped) = match FILE.try_lock().as_deref() {
+        Some(Some(open)) => (
+            Some(open.writer.written()),
+            Some(open.writer.state().name()),
+            open.writer.dropped,
+        ),
+        _ => (None, None, 0),
+    };
+    record("outputs", |r| {
+        r.u64("flushes", FLUSHES.load(Relaxed))
+            .u64("flush_tsc_total", FLUSH_TICKS.load(Relaxed))
+            .u64("flush_tsc_max", FLUSH_TICKS_MAX.load(Relaxed))
+            .opt_u64("results_file_bytes", written)
+            .opt_str("results_file_state", state)
+            .u64("dropped_bytes", DROPPED.load(Relaxed) + file_dropped)
+    });
+}
