@@ -265,12 +265,37 @@ const UEFI_FALLBACK_PATH: &str = "efi/boot/bootx64.efi";
 /// FAT partition through the MBR and starts the UEFI bootloader, which loads the same kernel
 /// and ramdisk from it. (bootloader 0.11 builds BIOS images as MBR disks and UEFI images as
 /// GPT disks without BIOS boot code; neither boots the other way on its own.)
-pub fn build_usb_image(config: &RunConfig, out: &Path) -> Result<()> {
+///
+/// With `results_mib`, the stick gets a results file of that size (`stick`,
+/// docs/results-file.md) and the kernel writes its serial stream into it; returns its place.
+pub fn build_usb_image(
+    config: &RunConfig,
+    out: &Path,
+    results_mib: Option<u64>,
+) -> Result<Option<crate::stick::Place>> {
     let dir = tempfile::tempdir().context("creating a temporary directory")?;
     let kernel = dir.path().join("kernel");
     std::fs::write(&kernel, KERNEL_ELF).context("writing the kernel to a temporary file")?;
+    let mut config = config.clone();
+    let results = match results_mib {
+        Some(mib) => {
+            if !crate::stick::MIB_RANGE.contains(&mib) {
+                anyhow::bail!(
+                    "--results-mib {mib}: the results file is {}..={} MiB",
+                    crate::stick::MIB_RANGE.start(),
+                    crate::stick::MIB_RANGE.end()
+                );
+            }
+            let (id, signature) = crate::stick::Place::new_identity()?;
+            config
+                .extra_lines
+                .extend(crate::stick::config_lines(&id, signature));
+            Some((id, signature, mib * 2048))
+        }
+        None => None,
+    };
     let ramdisk = dir.path().join("ramdisk.tar");
-    std::fs::write(&ramdisk, build_ramdisk(config)?).context("writing the ramdisk")?;
+    std::fs::write(&ramdisk, build_ramdisk(&config)?).context("writing the ramdisk")?;
 
     let mut builder = DiskImageBuilder::new(kernel);
     builder.set_ramdisk(ramdisk);
@@ -281,10 +306,24 @@ pub fn build_usb_image(config: &RunConfig, out: &Path) -> Result<()> {
         .create_uefi_tftp_folder(&tftp)
         .context("extracting the UEFI bootloader")?;
     builder.set_file(UEFI_FALLBACK_PATH.to_string(), tftp.join("bootloader"));
+    if let Some((id, _, sectors)) = results {
+        let stamped = dir.path().join("results.log");
+        std::fs::write(&stamped, crate::stick::stamped_file(&id, sectors))
+            .context("writing the results file's first contents")?;
+        builder.set_file(crate::stick::RESULTS_LOG.to_string(), stamped);
+    }
     builder
         .create_bios_image(out)
         .and_then(|()| move_bios_stacks(out))
-        .with_context(|| format!("creating the USB image at {}", out.display()))
+        .with_context(|| format!("creating the USB image at {}", out.display()))?;
+    let Some((id, signature, sectors)) = results else {
+        return Ok(None);
+    };
+    let mut image = std::fs::read(out).context("reading the USB image back")?;
+    let place = crate::stick::finish_image(&mut image, &id, signature, sectors)
+        .context("laying out the results file")?;
+    std::fs::write(out, &image).with_context(|| format!("writing {}", out.display()))?;
+    Ok(Some(place))
 }
 
 /// The line the floor image writes to COM1.
@@ -414,7 +453,7 @@ fn patch_stage_1_stack(mbr: &mut [u8; 512]) -> Result<()> {
 }
 
 /// The image's FAT partition (the one `fat_partition` names) as a file system.
-fn open_fat<'a>(
+pub(crate) fn open_fat<'a>(
     disk: &'a mut std::fs::File,
     mbr: &[u8; 512],
 ) -> Result<fatfs::FileSystem<Partition<'a>>> {
@@ -433,7 +472,7 @@ fn open_fat<'a>(
 
 /// Byte offset and length of the FAT partition: the entry after stage 2's (type 0x20), as
 /// stage 2 finds it.
-fn fat_partition(mbr: &[u8; 512]) -> Result<(u64, u64)> {
+pub(crate) fn fat_partition(mbr: &[u8; 512]) -> Result<(u64, u64)> {
     let entry = |i: usize| &mbr[446 + 16 * i..446 + 16 * (i + 1)];
     let stage_2 = (0..3)
         .find(|&i| entry(i)[4] == 0x20)
@@ -483,7 +522,7 @@ fn stage_3_with_own_stack(stage_3: &[u8]) -> Result<Vec<u8>> {
 }
 
 /// A byte range of the image file, for `fatfs`.
-struct Partition<'a> {
+pub(crate) struct Partition<'a> {
     disk: &'a mut std::fs::File,
     start: u64,
     len: u64,

@@ -37,4 +37,5 @@ pub mod records;
 pub mod render;
 pub mod results;
 pub mod session;
+pub mod stick;
 pub mod table;

@@ -57,9 +57,11 @@ enum Command {
     /// Write bootable disk images (e.g. to `dd` onto a USB stick).
     Image(ImageArgs),
     /// Render the report, the results table and the files from a saved serial log (`run
-    /// --log`, or a capture from real hardware).
+    /// --log`, or a capture from real hardware), or from the results file a USB stick brought
+    /// back.
     Report {
-        /// The log file (raw serial output).
+        /// The serial log; or the stick's results file (`BAREMARK/RESULTS.LOG`), the mounted
+        /// stick's folder, or the stick itself (its device, e.g. /dev/sdb, or an image file).
         log: PathBuf,
         #[command(flatten)]
         output: OutputArgs,
@@ -331,6 +333,12 @@ struct ImageArgs {
     /// PASS/FAIL/SKIP records from the serial capture).
     #[arg(long)]
     selftest: bool,
+    /// The size in MiB of the results file on the USB stick (`BAREMARK/RESULTS.LOG`), where the
+    /// kernel writes its serial stream; read it back with `baremark report` (the file, the
+    /// mounted stick, or the stick's device). 0: no results file.
+    #[arg(long, value_name = "MIB", default_value_t = baremark::stick::DEFAULT_MIB,
+          value_parser = clap::value_parser!(u64).range(0..=1024))]
+    results_mib: u64,
 }
 
 fn main() -> ExitCode {
@@ -697,11 +705,15 @@ fn write_images(args: ImageArgs) -> Result<()> {
     ];
     for (what, path) in images {
         let Some(path) = path else { continue };
-        match what {
-            "BIOS" => image::build_image(Firmware::Bios, &config, path)?,
-            "UEFI" => image::build_image(Firmware::Uefi, &config, path)?,
-            _ => image::build_usb_image(&config, path)?,
-        }
+        let place = match what {
+            "BIOS" => image::build_image(Firmware::Bios, &config, path).map(|()| None)?,
+            "UEFI" => image::build_image(Firmware::Uefi, &config, path).map(|()| None)?,
+            _ => image::build_usb_image(
+                &config,
+                path,
+                (args.results_mib > 0).then_some(args.results_mib),
+            )?,
+        };
         let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
         println!(
             "wrote {what} image: {} ({} KiB, {} payloads)",
@@ -709,6 +721,17 @@ fn write_images(args: ImageArgs) -> Result<()> {
             size / 1024,
             config.payloads.len()
         );
+        if let Some(place) = place {
+            println!(
+                "  results file {}: {} MiB at sectors {}..{}, disk signature {:#010x}; after the \
+                 run: baremark report /media/.../BAREMARK/RESULTS.LOG",
+                baremark::stick::RESULTS_LOG,
+                place.sectors / 2048,
+                place.lba,
+                place.lba + place.sectors,
+                place.disk_signature
+            );
+        }
     }
     println!(
         "write it to a USB stick with: sudo dd if=IMAGE of=/dev/sdX bs=4M conv=fsync status=progress"
@@ -721,12 +744,13 @@ fn write_images(args: ImageArgs) -> Result<()> {
 /// fail), 5 (damaged: records lost or doubtful), 3 (a run has no end record), 2 (no records).
 fn report(log: &Path, output: &OutputArgs) -> Result<ExitCode> {
     output.check()?;
-    let bytes = std::fs::read(log).with_context(|| format!("reading {}", log.display()))?;
-    let scan = logscan::scan(&bytes);
+    let input = baremark::stick::read_input(log)?;
+    note(&input.notes);
+    let scan = logscan::scan(&input.stream);
     if scan.runs.is_empty() && scan.damage.is_empty() {
         bail!(
             "{} holds no baremark records (is it the raw serial output at 115200 baud?)",
-            log.display()
+            input.source
         );
     }
     let mut human = output.human();
@@ -773,7 +797,7 @@ fn report(log: &Path, output: &OutputArgs) -> Result<ExitCode> {
     if shown.is_empty() && (output.any() || output.perf_format().is_some()) {
         eprintln!("baremark: no record of a run survived in the log: no results written");
     }
-    let summary = logscan::render(&scan, &log.display().to_string());
+    let summary = logscan::render(&scan, &input.source);
     if !summary.is_empty() {
         let _ = writeln!(human, "\n{}", summary.trim_end());
     }

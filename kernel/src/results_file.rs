@@ -278,6 +278,21 @@ mod tests {
         (text.into(), d.bytes[101 * 512..101 * 512 + bytes].to_vec())
     }
 
+    /// The host's `stick::header` test pins the same text: the two sides must agree.
+    #[test]
+    fn header_text_is_the_hosts() {
+        let h = header(&[7; 16], 4, 0, State::Empty);
+        let text = std::str::from_utf8(h.split(|&b| b == 0).next().unwrap()).unwrap();
+        assert_eq!(
+            text,
+            "baremark results file v1\nid 07070707070707070707070707070707\nsectors 4\nbytes 0\n\
+             state empty\n# the serial stream of one baremark run follows from the next sector; \
+             read it with `baremark report` (docs/results-file.md)\n"
+        );
+        assert!(header_matches(&h, &[7; 16]));
+        assert!(!header_matches(&h, &[8; 16]));
+    }
+
     #[test]
     fn the_right_disk_is_recognised_and_others_are_named() {
         let mut d = disk();
