@@ -85,7 +85,7 @@ fn placeholder_line(id: &[u8; 16]) -> String {
 /// find them in the image.
 pub fn stamped_file(id: &[u8; 16], sectors: u64) -> Vec<u8> {
     let mut bytes = vec![0u8; sectors as usize * SECTOR];
-    for (i, sector) in bytes.chunks_exact_mut(SECTOR).enumerate() {
+    for (i, sector) in bytes.as_chunks_mut::<SECTOR>().0.iter_mut().enumerate() {
         sector[..8].copy_from_slice(STAMP);
         sector[8..24].copy_from_slice(id);
         sector[24..32].copy_from_slice(&(i as u64).to_le_bytes());
@@ -110,7 +110,7 @@ pub fn header(id: &[u8; 16], sectors: u64, bytes: u64, state: &str) -> [u8; SECT
 /// are there, once each, in order, at consecutive sectors (the file is contiguous).
 pub fn locate(image: &[u8], id: &[u8; 16], sectors: u64) -> Result<u64> {
     let mut found: Vec<(u64, u64)> = Vec::new(); // (lba, index)
-    for (lba, sector) in image.chunks_exact(SECTOR).enumerate() {
+    for (lba, sector) in image.as_chunks::<SECTOR>().0.iter().enumerate() {
         if &sector[..8] == STAMP && &sector[8..24] == id {
             let index = u64::from_le_bytes(sector[24..32].try_into().expect("8 bytes"));
             found.push((lba as u64, index));
