@@ -1,5 +1,7 @@
 //! Shared helpers for the QEMU integration tests in `tests/`.
 
+pub mod stick;
+
 use std::time::Duration;
 
 use baremark::image::{Firmware, RunConfig};
@@ -345,4 +347,22 @@ pub fn find_canary(bytes: &[u8]) -> Option<usize> {
     bytes
         .windows(8)
         .position(|w| windows.iter().any(|c| c[..] == *w))
+}
+
+/// The `baremark` command-line tool, as users run it: built by cargo (a no-op when `cargo test
+/// --workspace` already built it) next to these tests' own binaries.
+pub fn baremark_cli() -> std::process::Command {
+    let exe = std::env::current_exe().expect("the test binary's path");
+    // target/<profile>/deps/<test> -> target/<profile>/baremark
+    let profile_dir = exe
+        .parent()
+        .and_then(std::path::Path::parent)
+        .expect("target/<profile>");
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let status = std::process::Command::new(cargo)
+        .args(["build", "-q", "-p", "baremark", "--bin", "baremark"])
+        .status()
+        .expect("running cargo to build the baremark tool");
+    assert!(status.success(), "building the baremark tool failed");
+    std::process::Command::new(profile_dir.join("baremark"))
 }

@@ -1,0 +1,303 @@
+//! Booting a `--usb` image the way a user boots the stick: as a USB mass-storage device on an
+//! xHCI controller (QEMU's `qemu-xhci` + `usb-storage`), from SeaBIOS or OVMF, with or without
+//! a serial port; the run is over when the results file's header says so (or QEMU exits), and
+//! the screen can be captured through QMP before QEMU is told to quit.
+
+use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use baremark::image::Firmware;
+use baremark::qemu::{Ovmf, find_ovmf, qemu_binary};
+use baremark::stick::{Header, Place, parse_header};
+
+/// How to boot.
+pub struct StickBoot {
+    pub firmware: Firmware,
+    /// A serial port writing to a file; `false`: no serial port at all (`-serial none`).
+    pub serial: bool,
+    /// `-icount shift=N` (exact counts, comparable with a serial run under the same shift).
+    pub icount: Option<u32>,
+    /// Boot the image as a USB stick (`true`) or as an IDE disk (`false`, the stick then is
+    /// only one of `other_sticks`).
+    pub image_on_usb: bool,
+    /// More USB sticks (raw image files) on the same controller.
+    pub other_sticks: Vec<PathBuf>,
+    /// Capture the screen (PPM) at the end.
+    pub screendump: bool,
+    pub timeout: Duration,
+}
+
+impl StickBoot {
+    pub fn new(firmware: Firmware) -> Self {
+        Self {
+            firmware,
+            serial: false,
+            icount: Some(0),
+            image_on_usb: true,
+            other_sticks: Vec::new(),
+            screendump: false,
+            timeout: Duration::from_secs(240),
+        }
+    }
+}
+
+/// What a stick boot left.
+pub struct StickRun {
+    /// The results file's header at the end (`None`: no place given, or no header).
+    pub header: Option<Header>,
+    /// The serial stream, when there was a serial port.
+    pub serial: Option<Vec<u8>>,
+    /// The screendump (PPM), when asked for.
+    pub screen: Option<PathBuf>,
+    pub seconds: f64,
+    /// Why the wait ended: `results file complete`, `QEMU exited (status N)`, `serial end
+    /// record`.
+    pub ended_by: String,
+    /// Kept alive for the files in it.
+    pub dir: tempfile::TempDir,
+}
+
+/// Boots `image` (with its results file at `place`, if any) and waits for the end of the run:
+/// the header's state `complete`/`full`, QEMU's exit, or (with a serial port and no results
+/// file) the `end` record. Errors say what was seen by then.
+pub fn boot(image: &Path, place: Option<&Place>, how: &StickBoot) -> Result<StickRun, String> {
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let qmp_path = dir.path().join("qmp.sock");
+    let serial_path = dir.path().join("serial.log");
+    let mut cmd = Command::new(qemu_binary().map_err(|e| format!("{e:#}"))?);
+    cmd.args([
+        "-machine",
+        "q35",
+        "-m",
+        "256M",
+        "-accel",
+        "tcg",
+        "-cpu",
+        "max,phys-bits=39",
+    ]);
+    if let Some(shift) = how.icount {
+        cmd.arg("-icount").arg(format!("shift={shift}"));
+    }
+    if how.firmware == Firmware::Uefi {
+        match find_ovmf().map_err(|e| format!("{e:#}"))? {
+            Ovmf::Combined(path) => {
+                cmd.arg("-bios").arg(path);
+            }
+            Ovmf::Split { code, vars } => {
+                let copy = dir.path().join("OVMF_VARS.fd");
+                std::fs::copy(&vars, &copy).map_err(|e| e.to_string())?;
+                cmd.arg("-drive").arg(format!(
+                    "if=pflash,format=raw,readonly=on,file={}",
+                    code.display()
+                ));
+                cmd.arg("-drive")
+                    .arg(format!("if=pflash,format=raw,file={}", copy.display()));
+            }
+        }
+    }
+    cmd.args(["-device", "qemu-xhci,id=xhci"]);
+    let mut sticks: Vec<&Path> = Vec::new();
+    if how.image_on_usb {
+        sticks.push(image);
+    } else {
+        cmd.arg("-drive")
+            .arg(format!("format=raw,file={}", image.display()));
+    }
+    sticks.extend(how.other_sticks.iter().map(PathBuf::as_path));
+    for (i, stick) in sticks.iter().enumerate() {
+        cmd.arg("-drive").arg(format!(
+            "if=none,id=stick{i},format=raw,file={}",
+            stick.display()
+        ));
+        let boot = if i == 0 && how.image_on_usb {
+            ",bootindex=0"
+        } else {
+            ""
+        };
+        cmd.arg("-device")
+            .arg(format!("usb-storage,bus=xhci.0,drive=stick{i}{boot}"));
+    }
+    cmd.args([
+        "-device",
+        "isa-debug-exit,iobase=0xf4,iosize=0x04",
+        "-display",
+        "none",
+        "-nodefaults",
+        "-vga",
+        "std",
+        "-nic",
+        "none",
+        "-no-reboot",
+        "-monitor",
+        "none",
+    ]);
+    cmd.arg("-serial").arg(if how.serial {
+        format!("file:{}", serial_path.display())
+    } else {
+        "none".to_string()
+    });
+    cmd.arg("-qmp")
+        .arg(format!("unix:{},server=on,wait=off", qmp_path.display()));
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    let start = Instant::now();
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| format!("starting QEMU: {e}"))?;
+    let result = wait(&mut child, image, place, how, &serial_path, start);
+    let ended_by = match result {
+        Ok(why) => why,
+        Err(e) => {
+            let _ = child.kill();
+            let _ = child.wait();
+            let serial = std::fs::read(&serial_path).unwrap_or_default();
+            let tail = String::from_utf8_lossy(&serial[serial.len().saturating_sub(3000)..])
+                .into_owned();
+            return Err(format!("{e}; serial tail:\n{tail}"));
+        }
+    };
+    let mut screen = None;
+    if child.try_wait().ok().flatten().is_none() {
+        let mut qmp = Qmp::connect(&qmp_path)?;
+        if how.screendump {
+            let path = dir.path().join("screen.ppm");
+            qmp.execute(&format!(
+                r#"{{"execute":"screendump","arguments":{{"filename":"{}"}}}}"#,
+                path.display()
+            ))?;
+            screen = Some(path);
+        }
+        let _ = qmp.execute(r#"{"execute":"quit"}"#);
+    }
+    let status = child.wait().map_err(|e| e.to_string())?;
+    let mut stderr = String::new();
+    if let Some(mut e) = child.stderr.take() {
+        let _ = e.read_to_string(&mut stderr);
+    }
+    if !stderr.trim().is_empty() && status.code() != Some(33) && status.code() != Some(0) {
+        return Err(format!("QEMU failed ({status}): {stderr}"));
+    }
+    Ok(StickRun {
+        header: place.and_then(|p| read_header(image, p)),
+        serial: how
+            .serial
+            .then(|| std::fs::read(&serial_path).unwrap_or_default()),
+        screen,
+        seconds: start.elapsed().as_secs_f64(),
+        ended_by,
+        dir,
+    })
+}
+
+fn wait(
+    child: &mut Child,
+    image: &Path,
+    place: Option<&Place>,
+    how: &StickBoot,
+    serial_path: &Path,
+    start: Instant,
+) -> Result<String, String> {
+    loop {
+        if let Some(status) = child.try_wait().map_err(|e| e.to_string())? {
+            return Ok(format!("QEMU exited ({status})"));
+        }
+        if let Some(h) = place.and_then(|p| read_header(image, p))
+            && (h.state == "complete" || h.state == "full")
+        {
+            return Ok(format!("results file {}", h.state));
+        }
+        if place.is_none() && how.serial {
+            let serial = std::fs::read(serial_path).unwrap_or_default();
+            if String::from_utf8_lossy(&serial).contains(r#"{"type":"end""#) {
+                // The end record is the last thing on the line; give the kernel a moment to
+                // draw its last screen.
+                std::thread::sleep(Duration::from_millis(500));
+                return Ok("serial end record".into());
+            }
+        }
+        if start.elapsed() > how.timeout {
+            let state = place
+                .and_then(|p| read_header(image, p))
+                .map(|h| format!("results file state {}, {} bytes", h.state, h.bytes))
+                .unwrap_or_else(|| "no results file header".into());
+            return Err(format!(
+                "the run did not end within {} s ({state})",
+                how.timeout.as_secs()
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// The results file's header, read from the image file as it is now.
+pub fn read_header(image: &Path, place: &Place) -> Option<Header> {
+    let mut f = std::fs::File::open(image).ok()?;
+    f.seek(SeekFrom::Start(place.lba * 512)).ok()?;
+    let mut sector = [0u8; 512];
+    f.read_exact(&mut sector).ok()?;
+    parse_header(&sector)
+}
+
+/// A QMP connection (QEMU's JSON control socket).
+pub struct Qmp {
+    reader: BufReader<UnixStream>,
+    writer: UnixStream,
+}
+
+impl Qmp {
+    /// Connects (retrying while QEMU creates the socket) and leaves capabilities negotiation.
+    pub fn connect(path: &Path) -> Result<Self, String> {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let stream = loop {
+            match UnixStream::connect(path) {
+                Ok(s) => break s,
+                Err(e) if Instant::now() > deadline => {
+                    return Err(format!("connecting to QMP at {}: {e}", path.display()));
+                }
+                Err(_) => std::thread::sleep(Duration::from_millis(50)),
+            }
+        };
+        stream
+            .set_read_timeout(Some(Duration::from_secs(30)))
+            .map_err(|e| e.to_string())?;
+        let writer = stream.try_clone().map_err(|e| e.to_string())?;
+        let mut qmp = Self {
+            reader: BufReader::new(stream),
+            writer,
+        };
+        let mut greeting = String::new();
+        qmp.reader
+            .read_line(&mut greeting)
+            .map_err(|e| format!("QMP greeting: {e}"))?;
+        qmp.execute(r#"{"execute":"qmp_capabilities"}"#)?;
+        Ok(qmp)
+    }
+
+    /// Sends one command and waits for its `return` (events before it are skipped).
+    pub fn execute(&mut self, command: &str) -> Result<serde_json::Value, String> {
+        writeln!(self.writer, "{command}").map_err(|e| format!("QMP write: {e}"))?;
+        loop {
+            let mut line = String::new();
+            let n = self
+                .reader
+                .read_line(&mut line)
+                .map_err(|e| format!("QMP read: {e}"))?;
+            if n == 0 {
+                // QEMU closes the socket as it quits.
+                return Ok(serde_json::Value::Null);
+            }
+            let v: serde_json::Value =
+                serde_json::from_str(&line).map_err(|e| format!("QMP reply {line:?}: {e}"))?;
+            if let Some(r) = v.get("return") {
+                return Ok(r.clone());
+            }
+            if let Some(e) = v.get("error") {
+                return Err(format!("QMP {command}: {e}"));
+            }
+        }
+    }
+}
