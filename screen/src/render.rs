@@ -1,0 +1,79 @@
+//! Drawing cells into a frame buffer, and shifting pixel rows (scrolling without redrawing).
+
+use crate::font::{self, CELL_H, CELL_W};
+use crate::pixels::Layout;
+use crate::style::{MARGIN, Style};
+
+/// Draws cells in one layout. Holds each style's 256 blended pixels, so a glyph pixel is one
+/// table look-up and a copy.
+pub struct Renderer {
+    layout: Layout,
+    /// `[style][intensity]`: the encoded pixel.
+    table: [[[u8; 4]; 256]; Style::ALL.len()],
+}
+
+impl Renderer {
+    /// A renderer for `layout` (checked by the caller with [`Layout::check`]).
+    pub fn new(layout: Layout) -> Self {
+        let mut table = [[[0; 4]; 256]; Style::ALL.len()];
+        for style in Style::ALL {
+            for (i, px) in table[style.index()].iter_mut().enumerate() {
+                *px = layout.format.encode(style.blend(i as u8));
+            }
+        }
+        Self { layout, table }
+    }
+
+    pub fn layout(&self) -> &Layout {
+        &self.layout
+    }
+
+    /// Draws `c` (already [`font::displayable`]) in `style` at text cell (`row`, `col`).
+    pub fn draw_cell(&self, fb: &mut [u8], row: usize, col: usize, c: char, style: Style) {
+        let bpp = self.layout.bytes_per_pixel;
+        let line = self.layout.line_bytes();
+        let table = &self.table[style.index()];
+        let raster = font::raster(c).or_else(|| font::raster(font::REPLACEMENT));
+        let x0 = col * CELL_W * bpp;
+        for y in 0..CELL_H {
+            let start = (row * CELL_H + y) * line + x0;
+            let out = &mut fb[start..start + CELL_W * bpp];
+            match raster.and_then(|r| r.get(y)) {
+                Some(intensities) => {
+                    for (px, &i) in out.chunks_exact_mut(bpp).zip(intensities.iter()) {
+                        px.copy_from_slice(&table[usize::from(i)][..bpp]);
+                    }
+                }
+                None => {
+                    for px in out.chunks_exact_mut(bpp) {
+                        px.copy_from_slice(&table[0][..bpp]);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Moves text rows `first + by .. end` up to `first ..` (pixels only; the rows left at the
+    /// bottom keep their old pixels until drawn).
+    pub fn shift_up(&self, fb: &mut [u8], first: usize, end: usize, by: usize) {
+        if by == 0 || first + by >= end {
+            return;
+        }
+        let row_bytes = CELL_H * self.layout.line_bytes();
+        fb.copy_within((first + by) * row_bytes..end * row_bytes, first * row_bytes);
+    }
+
+    /// Paints the whole frame buffer in the margin colour (once, before the first draw: the
+    /// firmware's and bootloader's pixels go).
+    pub fn clear(&self, fb: &mut [u8]) {
+        let px = self.layout.format.encode(MARGIN);
+        let bpp = self.layout.bytes_per_pixel;
+        let line = self.layout.line_bytes();
+        for y in 0..self.layout.height {
+            let start = y * line;
+            for out in fb[start..start + self.layout.width * bpp].chunks_exact_mut(bpp) {
+                out.copy_from_slice(&px[..bpp]);
+            }
+        }
+    }
+}
