@@ -30,23 +30,31 @@ impl Renderer {
 
     /// Draws `c` (already [`font::displayable`]) in `style` at text cell (`row`, `col`).
     pub fn draw_cell(&self, fb: &mut [u8], row: usize, col: usize, c: char, style: Style) {
-        let bpp = self.layout.bytes_per_pixel;
+        // A constant pixel size makes each pixel a few moves instead of a memcpy call.
+        match self.layout.bytes_per_pixel {
+            1 => self.draw::<1>(fb, row, col, c, style),
+            3 => self.draw::<3>(fb, row, col, c, style),
+            _ => self.draw::<4>(fb, row, col, c, style),
+        }
+    }
+
+    fn draw<const N: usize>(&self, fb: &mut [u8], row: usize, col: usize, c: char, style: Style) {
         let line = self.layout.line_bytes();
         let table = &self.table[style.index()];
         let raster = font::raster(c).or_else(|| font::raster(font::REPLACEMENT));
-        let x0 = col * CELL_W * bpp;
+        let x0 = col * CELL_W * N;
         for y in 0..CELL_H {
             let start = (row * CELL_H + y) * line + x0;
-            let out = &mut fb[start..start + CELL_W * bpp];
+            let out = &mut fb[start..start + CELL_W * N];
             match raster.and_then(|r| r.get(y)) {
                 Some(intensities) => {
-                    for (px, &i) in out.chunks_exact_mut(bpp).zip(intensities.iter()) {
-                        px.copy_from_slice(&table[usize::from(i)][..bpp]);
+                    for (px, &i) in out.chunks_exact_mut(N).zip(intensities.iter()) {
+                        px.copy_from_slice(&table[usize::from(i)][..N]);
                     }
                 }
                 None => {
-                    for px in out.chunks_exact_mut(bpp) {
-                        px.copy_from_slice(&table[0][..bpp]);
+                    for px in out.chunks_exact_mut(N) {
+                        px.copy_from_slice(&table[0][..N]);
                     }
                 }
             }
@@ -66,13 +74,20 @@ impl Renderer {
     /// Paints the whole frame buffer in the margin colour (once, before the first draw: the
     /// firmware's and bootloader's pixels go).
     pub fn clear(&self, fb: &mut [u8]) {
+        match self.layout.bytes_per_pixel {
+            1 => self.clear_n::<1>(fb),
+            3 => self.clear_n::<3>(fb),
+            _ => self.clear_n::<4>(fb),
+        }
+    }
+
+    fn clear_n<const N: usize>(&self, fb: &mut [u8]) {
         let px = self.layout.format.encode(MARGIN);
-        let bpp = self.layout.bytes_per_pixel;
         let line = self.layout.line_bytes();
         for y in 0..self.layout.height {
             let start = y * line;
-            for out in fb[start..start + self.layout.width * bpp].chunks_exact_mut(bpp) {
-                out.copy_from_slice(&px[..bpp]);
+            for out in fb[start..start + self.layout.width * N].chunks_exact_mut(N) {
+                out.copy_from_slice(&px[..N]);
             }
         }
     }
