@@ -57,8 +57,7 @@ pub fn init(fb: Option<Framebuffer>) {
     let found = match fb {
         None => Err("no frame buffer (none set up by the firmware and bootloader)"),
         Some(fb) => mode::layout(&fb.info).and_then(|layout| {
-            let console =
-                Console::new(layout, fb.buffer.len()).map_err(|e| e.message())?;
+            let console = Console::new(layout, fb.buffer.len()).map_err(|e| e.message())?;
             *STATE.lock() = Some(State {
                 console,
                 buffer: fb.buffer,
