@@ -48,12 +48,12 @@ impl Renderer {
             let out = &mut fb[start..start + CELL_W * N];
             match raster.and_then(|r| r.get(y)) {
                 Some(intensities) => {
-                    for (px, &i) in out.chunks_exact_mut(N).zip(intensities.iter()) {
+                    for (px, &i) in out.as_chunks_mut::<N>().0.iter_mut().zip(*intensities) {
                         px.copy_from_slice(&table[usize::from(i)][..N]);
                     }
                 }
                 None => {
-                    for px in out.chunks_exact_mut(N) {
+                    for px in out.as_chunks_mut::<N>().0 {
                         px.copy_from_slice(&table[0][..N]);
                     }
                 }
@@ -86,7 +86,10 @@ impl Renderer {
         let line = self.layout.line_bytes();
         for y in 0..self.layout.height {
             let start = y * line;
-            for out in fb[start..start + self.layout.width * N].chunks_exact_mut(N) {
+            for out in fb[start..start + self.layout.width * N]
+                .as_chunks_mut::<N>()
+                .0
+            {
                 out.copy_from_slice(&px[..N]);
             }
         }
