@@ -4,7 +4,7 @@
 use alloc::format;
 use alloc::string::String;
 
-use crate::grid::Grid;
+use crate::grid::{Cell, Grid};
 use crate::pixels::{Layout, LayoutError};
 use crate::render::Renderer;
 use crate::style::Style;
@@ -75,9 +75,15 @@ impl Console {
             stats.rows_shifted = changes.shift;
         }
         for &row in &changes.rows {
-            for (col, cell) in self.grid.row(row).iter().enumerate() {
+            let cells = self.grid.row(row);
+            let end = cells
+                .iter()
+                .rposition(|c| *c != Cell::BLANK)
+                .map_or(0, |i| i + 1);
+            for (col, cell) in cells[..end].iter().enumerate() {
                 self.renderer.draw_cell(fb, row, col, cell.ch, cell.style);
             }
+            self.renderer.blank_cells(fb, row, end, cells.len());
         }
         stats.rows_drawn = changes.rows.len();
         stats

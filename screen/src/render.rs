@@ -61,6 +61,28 @@ impl Renderer {
         }
     }
 
+    /// Paints cells `from..to` of text row `row` blank (the `Normal` background): trailing
+    /// blanks, most of a typical row, cost a memset instead of a glyph each.
+    pub fn blank_cells(&self, fb: &mut [u8], row: usize, from: usize, to: usize) {
+        if from >= to {
+            return;
+        }
+        let bpp = self.layout.bytes_per_pixel;
+        let px = &self.table[Style::Normal.index()][0][..bpp];
+        let line = self.layout.line_bytes();
+        for y in 0..CELL_H {
+            let start = (row * CELL_H + y) * line;
+            let span = &mut fb[start + from * CELL_W * bpp..start + to * CELL_W * bpp];
+            if px.iter().all(|&b| b == px[0]) {
+                span.fill(px[0]);
+            } else {
+                for out in span.chunks_exact_mut(bpp) {
+                    out.copy_from_slice(px);
+                }
+            }
+        }
+    }
+
     /// Moves text rows `first + by .. end` up to `first ..` (pixels only; the rows left at the
     /// bottom keep their old pixels until drawn).
     pub fn shift_up(&self, fb: &mut [u8], first: usize, end: usize, by: usize) {
@@ -85,12 +107,14 @@ impl Renderer {
         let px = self.layout.format.encode(MARGIN);
         let line = self.layout.line_bytes();
         for y in 0..self.layout.height {
-            let start = y * line;
-            for out in fb[start..start + self.layout.width * N]
-                .as_chunks_mut::<N>()
-                .0
-            {
-                out.copy_from_slice(&px[..N]);
+            let span = &mut fb[y * line..y * line + self.layout.width * N];
+            if px[..N].iter().all(|&b| b == px[0]) {
+                // Black: a memset.
+                span.fill(px[0]);
+            } else {
+                for out in span.as_chunks_mut::<N>().0 {
+                    out.copy_from_slice(&px[..N]);
+                }
             }
         }
     }
