@@ -88,6 +88,18 @@ pub fn report() {
             .str("font", mode::FONT),
         Err(why) => r.str("state", "off").str("reason", why),
     });
+    match found {
+        Ok(l) => crate::say!(
+            "screen {}x{} {}, {} bytes per pixel | {}x{} characters",
+            l.width,
+            l.height,
+            l.format.name(),
+            l.bytes_per_pixel,
+            l.columns(),
+            l.rows()
+        ),
+        Err(why) => crate::say!("screen off: {why}"),
+    }
 }
 
 /// Gives the status line its clock (once the TSC frequency is known).
