@@ -4,6 +4,7 @@
 //! inside measured regions (the suite's medians under `-icount` are the same without a frame
 //! buffer).
 
+use std::sync::Mutex;
 use std::time::Duration;
 
 use baremark::image::{Firmware, OnEnd, Overhead, RunConfig};
@@ -11,6 +12,9 @@ use baremark::session::{RunOutcome, Verdict};
 use baremark_screen::host::Decoded;
 use baremark_screen::{Console, Layout, PixelFormat, Style, Summary};
 use baremark_tests::{boot_with_screen, expect_record, suite_config};
+
+/// One QEMU at a time: the tests of this file would otherwise boot three at once.
+static QEMU: Mutex<()> = Mutex::new(());
 
 const LAST_LINE: &str = " The run is over: the machine is halted and can be powered off.";
 
@@ -47,6 +51,7 @@ fn summary_from_records(outcome: &RunOutcome) -> Summary {
 
 /// Boots `firmware`, reads the final screen and checks it cell by cell.
 fn check_final_screen(firmware: Firmware, width: usize, height: usize, bpp: u64) {
+    let _one = QEMU.lock().unwrap_or_else(|e| e.into_inner());
     let (outcome, screen) = boot_with_screen(
         firmware,
         halting_suite(),
@@ -172,6 +177,7 @@ fn the_screen_changes_no_measurement() {
         eprintln!("skipped: no OVMF");
         return;
     };
+    let _one = QEMU.lock().unwrap_or_else(|e| e.into_inner());
     let run = |extra: &[&str]| {
         let mut qemu = baremark::qemu::QemuOptions::new(firmware, baremark::qemu::Accel::Tcg);
         qemu.timeout = Duration::from_secs(240);
