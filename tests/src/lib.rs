@@ -505,6 +505,10 @@ pub fn boot_with_screen(
         }
     })
     .unwrap_or_else(|e| panic!("could not boot: {e:#}"));
+    // To look at the screen: BAREMARK_SCREEN_KEEP=FILE.ppm keeps the last screendump.
+    if let (Some(keep), Ok((frame, _))) = (std::env::var_os("BAREMARK_SCREEN_KEEP"), &screen) {
+        let _ = std::fs::write(keep, frame.to_ppm());
+    }
     if let Err(e) = &mut screen
         && e.contains("kept in")
     {
