@@ -225,6 +225,14 @@ fn boot_config() -> BootConfig {
     config.serial_logging = false;
     config.frame_buffer_logging = false;
     config.log_level = bootloader_boot_config::LevelFilter::Warn;
+    // The frame buffer's size (the kernel's screen, docs/screen.md) is left to the firmware on
+    // purpose: bootloader 0.11's UEFI stage takes the *last* GOP mode at least as large as
+    // the minimums, the largest there is (2560x1600 in QEMU: four times the pixels to draw
+    // for nothing), and its BIOS stage ignores them (the largest VESA mode within 1280x720).
+    // Unset, QEMU gives a known mode either way: 1280x720 24-bit under BIOS, OVMF's default
+    // 1280x800 32-bit under UEFI (tests/tests/screen.rs checks both).
+    config.frame_buffer.minimum_framebuffer_width = None;
+    config.frame_buffer.minimum_framebuffer_height = None;
     config
 }
 

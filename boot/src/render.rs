@@ -54,6 +54,28 @@ pub fn record_lines(r: &Record) -> Option<String> {
                 test
             )
         }
+        "screen" => match r.str("state") {
+            Some("on") => format!(
+                "{}{}x{} {}, {} bytes per pixel | {}x{} characters",
+                label("screen"),
+                r.u64("width").unwrap_or(0),
+                r.u64("height").unwrap_or(0),
+                s(r, "pixel_format"),
+                r.u64("bytes_per_pixel").unwrap_or(0),
+                r.u64("columns").unwrap_or(0),
+                r.u64("rows").unwrap_or(0)
+            ),
+            _ => format!("{}off: {}", label("screen"), s(r, "reason")),
+        },
+        "screen_cost" => format!(
+            "{}{} flushes: {} tsc ticks, at most {} | {} rows drawn, {} shifted",
+            label("screen"),
+            r.u64("flushes").unwrap_or(0),
+            r.u64("tsc_total").unwrap_or(0),
+            r.u64("tsc_max").unwrap_or(0),
+            r.u64("rows_drawn").unwrap_or(0),
+            r.u64("rows_shifted").unwrap_or(0)
+        ),
         "cpu" => {
             let features = r.get("features").as_object();
             let (have, lack): (Vec<_>, Vec<_>) = features

@@ -50,6 +50,7 @@ pub fn end(status: Status, reason: Option<&str>) -> ! {
         stop(Status::Fail);
     }
     let on_end = ON_END.load(Relaxed);
+    crate::screen::report_cost();
     crate::outputs::report();
     console::record_fatal("end", |r| {
         r.str("status", if status == Status::Ok { "ok" } else { "fail" })
@@ -78,6 +79,7 @@ pub fn end(status: Status, reason: Option<&str>) -> ! {
                     )
             })
     });
+    crate::screen::prepare_end(status == Status::Ok, on_end != ON_END_QEMU_EXIT);
     crate::outputs::at_end(match (status, reason) {
         (Status::Ok, _) => "run complete: status ok",
         (Status::Fail, Some(reason)) => reason,

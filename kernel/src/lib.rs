@@ -27,7 +27,7 @@
 //! | `blockdev`    | the block-device interface (disk drivers to disk writers)     | -           |
 //! | `results_file`| the results file on the boot stick: recognising it, writing it | yes         |
 //! | `usb`         | the xHCI driver and USB mass storage                          | no          |
-//! | `screen`      | the framebuffer console                                       | no          |
+//! | `screen`      | the framebuffer console: text and medians kept in memory, drawn in flushes (logic in `baremark-screen`, host-tested) | no (the crate: yes) |
 //! | `outputs`     | the stream's other outputs: screen and results file, flushed between payloads | no |
 #![cfg_attr(not(test), no_std)]
 #![deny(unsafe_code)]

@@ -40,6 +40,9 @@ pub fn run(boot_info: &'static mut BootInfo) -> ! {
         }
     };
 
+    // The screen takes the frame buffer now (and draws nothing until the first flush).
+    crate::screen::init(baremark_hw::boot::take_framebuffer());
+
     // Configuration errors are reported after the boot record, so collect them first.
     let mut errors: [Option<ConfigError<'static>>; 16] = [None; 16];
     let mut dropped_errors = 0;
@@ -53,6 +56,7 @@ pub fn run(boot_info: &'static mut BootInfo) -> ! {
     fatal::set_on_end(config.on_end);
 
     report_boot(&facts, &config, members, tsc_at_entry);
+    crate::screen::report();
     for e in errors.iter().flatten() {
         record("config_error", |r| {
             r.opt_u64("line", e.line().map(|l| l as u64))
@@ -76,6 +80,7 @@ pub fn run(boot_info: &'static mut BootInfo) -> ! {
 
     let tsc = timer::tsc_frequency(&cpu);
     report_tsc(&tsc, &cpu);
+    crate::screen::set_clock(tsc_at_entry, tsc.chosen.map(|f| f.hz));
 
     pic::remap_and_mask();
     let apic = timer::bring_up_apic(&cpu, tsc.chosen.map(|f| f.hz), config.timer_checks);

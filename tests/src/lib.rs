@@ -366,3 +366,176 @@ pub fn baremark_cli() -> std::process::Command {
     assert!(status.success(), "building the baremark tool failed");
     std::process::Command::new(profile_dir.join("baremark"))
 }
+
+/// A QMP connection to a running QEMU (started with [`qmp_args`]): screendumps for tests that
+/// read the screen (tests/tests/screen.rs; any test booting without a serial port).
+pub struct Qmp {
+    reader: std::io::BufReader<std::os::unix::net::UnixStream>,
+    writer: std::os::unix::net::UnixStream,
+}
+
+/// QEMU arguments for a QMP server on the unix socket `socket` (QEMU does not wait for it).
+pub fn qmp_args(socket: &std::path::Path) -> Vec<String> {
+    vec![
+        "-qmp".into(),
+        format!("unix:{},server=on,wait=off", socket.display()),
+    ]
+}
+
+impl Qmp {
+    /// Connects (retrying until `timeout`: QEMU creates the socket as it starts) and leaves
+    /// the greeting's capability negotiation done.
+    pub fn connect(socket: &std::path::Path, timeout: Duration) -> Result<Self, String> {
+        use std::time::Instant;
+        let until = Instant::now() + timeout;
+        let stream = loop {
+            match std::os::unix::net::UnixStream::connect(socket) {
+                Ok(s) => break s,
+                Err(e) if Instant::now() >= until => {
+                    return Err(format!("connecting to QMP at {}: {e}", socket.display()));
+                }
+                Err(_) => std::thread::sleep(Duration::from_millis(50)),
+            }
+        };
+        stream
+            .set_read_timeout(Some(Duration::from_secs(30)))
+            .map_err(|e| e.to_string())?;
+        let writer = stream.try_clone().map_err(|e| e.to_string())?;
+        let mut qmp = Qmp {
+            reader: std::io::BufReader::new(stream),
+            writer,
+        };
+        let greeting = qmp.read()?;
+        if greeting.get("QMP").is_none() {
+            return Err(format!("not a QMP greeting: {greeting}"));
+        }
+        qmp.execute("qmp_capabilities", serde_json::json!({}))?;
+        Ok(qmp)
+    }
+
+    fn read(&mut self) -> Result<serde_json::Value, String> {
+        use std::io::BufRead;
+        let mut line = String::new();
+        match self.reader.read_line(&mut line) {
+            Ok(0) => Err("QMP connection closed".into()),
+            Ok(_) => serde_json::from_str(&line).map_err(|e| format!("QMP sent {line:?}: {e}")),
+            Err(e) => Err(format!("reading QMP: {e}")),
+        }
+    }
+
+    /// Runs one command; returns its `return` value (events in between are skipped).
+    pub fn execute(
+        &mut self,
+        command: &str,
+        arguments: serde_json::Value,
+    ) -> Result<serde_json::Value, String> {
+        use std::io::Write;
+        let request = serde_json::json!({"execute": command, "arguments": arguments});
+        writeln!(self.writer, "{request}").map_err(|e| format!("writing to QMP: {e}"))?;
+        loop {
+            let reply = self.read()?;
+            if let Some(r) = reply.get("return") {
+                return Ok(r.clone());
+            }
+            if let Some(e) = reply.get("error") {
+                return Err(format!("QMP {command}: {e}"));
+            }
+        }
+    }
+
+    /// The screen now, as QEMU's `screendump` writes it (PPM), through a file in `scratch`.
+    pub fn screendump(
+        &mut self,
+        scratch: &std::path::Path,
+    ) -> Result<baremark_screen::host::Frame, String> {
+        let file = scratch.join("screen.ppm");
+        let _ = std::fs::remove_file(&file);
+        self.execute(
+            "screendump",
+            serde_json::json!({"filename": file.to_string_lossy()}),
+        )?;
+        let bytes = std::fs::read(&file).map_err(|e| format!("reading the screendump: {e}"))?;
+        baremark_screen::host::parse_ppm(&bytes)
+    }
+
+    /// Takes screendumps until one decodes and `done` accepts it, or `timeout` passes (then
+    /// the last decoding error, or the last screen's text, says why).
+    pub fn wait_for_screen(
+        &mut self,
+        scratch: &std::path::Path,
+        timeout: Duration,
+        mut done: impl FnMut(&baremark_screen::host::Decoded) -> bool,
+    ) -> Result<(baremark_screen::host::Frame, baremark_screen::host::Decoded), String> {
+        let until = std::time::Instant::now() + timeout;
+        loop {
+            let frame = self.screendump(scratch)?;
+            let why = match baremark_screen::host::decode(&frame) {
+                Ok(d) if done(&d) => return Ok((frame, d)),
+                Ok(d) => format!(
+                    "the screen did not settle; it shows:\n{}",
+                    d.lines().join("\n")
+                ),
+                Err(e) => format!("the screen does not decode: {e}"),
+            };
+            if std::time::Instant::now() >= until {
+                let keep = scratch.join("last-screen.ppm");
+                let _ = std::fs::write(&keep, frame.to_ppm());
+                return Err(format!("{why}\n(screen kept in {})", keep.display()));
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+}
+
+/// Boots under TCG with a QMP socket and, once the `end` record arrived, waits (up to 30 s)
+/// for a screen that decodes and that `done` accepts (the kernel draws its final screen
+/// after `end`; `on_end = halt` keeps it there). `extra_args` go to QEMU.
+pub fn boot_with_screen(
+    firmware: Firmware,
+    config: RunConfig,
+    timeout: Duration,
+    icount: Option<u32>,
+    extra_args: &[&str],
+    mut done: impl FnMut(&baremark_screen::host::Decoded) -> bool,
+) -> (
+    RunOutcome,
+    Result<(baremark_screen::host::Frame, baremark_screen::host::Decoded), String>,
+) {
+    let scratch = tempfile::tempdir().expect("a temporary directory");
+    let socket = scratch.path().join("qmp.sock");
+    let mut qemu = QemuOptions::new(firmware, Accel::Tcg);
+    qemu.timeout = timeout;
+    qemu.icount = icount;
+    qemu.extra_args = qmp_args(&socket);
+    qemu.extra_args
+        .extend(extra_args.iter().map(|a| a.to_string()));
+    let request = BootRequest {
+        config,
+        qemu,
+        log: None,
+    };
+    let mut screen = Err("no end record arrived".to_string());
+    let outcome = session::boot(&request, &mut |event| {
+        if let session::Event::Record(r, _) = event
+            && r.kind == "end"
+        {
+            screen = Qmp::connect(&socket, Duration::from_secs(10)).and_then(|mut q| {
+                q.wait_for_screen(scratch.path(), Duration::from_secs(30), &mut done)
+            });
+        }
+    })
+    .unwrap_or_else(|e| panic!("could not boot: {e:#}"));
+    // To look at the screen: BAREMARK_SCREEN_KEEP=FILE.ppm keeps the last screendump.
+    if let (Some(keep), Ok((frame, _))) = (std::env::var_os("BAREMARK_SCREEN_KEEP"), &screen) {
+        let _ = std::fs::write(keep, frame.to_ppm());
+    }
+    if let Err(e) = &mut screen
+        && e.contains("kept in")
+    {
+        // Keep the failed screen past the temporary directory.
+        let keep = std::env::temp_dir().join(format!("baremark-screen-{}.ppm", std::process::id()));
+        let _ = std::fs::copy(scratch.path().join("last-screen.ppm"), &keep);
+        e.push_str(&format!(" -> {}", keep.display()));
+    }
+    (outcome, screen)
+}

@@ -3,8 +3,7 @@
 //! a serial port; the run is over when the results file's header says so (or QEMU exits), and
 //! the screen can be captured through QMP before QEMU is told to quit.
 
-use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
-use std::os::unix::net::UnixStream;
+use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -12,6 +11,9 @@ use std::time::{Duration, Instant};
 use baremark::image::Firmware;
 use baremark::qemu::{Ovmf, find_ovmf, qemu_binary};
 use baremark::stick::{Header, Place, parse_header};
+use baremark_screen::host::{Decoded, Frame};
+
+use crate::{Qmp, qmp_args};
 
 /// How to boot.
 pub struct StickBoot {
@@ -50,8 +52,8 @@ pub struct StickRun {
     pub header: Option<Header>,
     /// The serial stream, when there was a serial port.
     pub serial: Option<Vec<u8>>,
-    /// The screendump (PPM), when asked for.
-    pub screen: Option<PathBuf>,
+    /// The final screen, decoded (or why it could not be), when asked for.
+    pub screen: Option<Result<(Frame, Decoded), String>>,
     pub seconds: f64,
     /// Why the wait ended: `results file complete`, `QEMU exited (status N)`, `serial end
     /// record`.
@@ -139,15 +141,12 @@ pub fn boot(image: &Path, place: Option<&Place>, how: &StickBoot) -> Result<Stic
     } else {
         "none".to_string()
     });
-    cmd.arg("-qmp")
-        .arg(format!("unix:{},server=on,wait=off", qmp_path.display()));
+    cmd.args(qmp_args(&qmp_path));
     cmd.stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
     let start = Instant::now();
-    let mut child = cmd
-        .spawn()
-        .map_err(|e| format!("starting QEMU: {e}"))?;
+    let mut child = cmd.spawn().map_err(|e| format!("starting QEMU: {e}"))?;
     let result = wait(&mut child, image, place, how, &serial_path, start);
     let ended_by = match result {
         Ok(why) => why,
@@ -155,23 +154,24 @@ pub fn boot(image: &Path, place: Option<&Place>, how: &StickBoot) -> Result<Stic
             let _ = child.kill();
             let _ = child.wait();
             let serial = std::fs::read(&serial_path).unwrap_or_default();
-            let tail = String::from_utf8_lossy(&serial[serial.len().saturating_sub(3000)..])
-                .into_owned();
+            let tail =
+                String::from_utf8_lossy(&serial[serial.len().saturating_sub(3000)..]).into_owned();
             return Err(format!("{e}; serial tail:\n{tail}"));
         }
     };
     let mut screen = None;
     if child.try_wait().ok().flatten().is_none() {
-        let mut qmp = Qmp::connect(&qmp_path)?;
+        let mut qmp = Qmp::connect(&qmp_path, Duration::from_secs(10))?;
         if how.screendump {
-            let path = dir.path().join("screen.ppm");
-            qmp.execute(&format!(
-                r#"{{"execute":"screendump","arguments":{{"filename":"{}"}}}}"#,
-                path.display()
-            ))?;
-            screen = Some(path);
+            // The kernel draws its final screen right after the last write to the stick.
+            screen = Some(
+                qmp.wait_for_screen(dir.path(), Duration::from_secs(30), |d| {
+                    d.lines().iter().any(|l| l.contains("The run is over"))
+                }),
+            );
         }
-        let _ = qmp.execute(r#"{"execute":"quit"}"#);
+        // QEMU closes the socket as it quits: no reply is expected.
+        let _ = qmp.execute("quit", serde_json::json!({}));
     }
     let status = child.wait().map_err(|e| e.to_string())?;
     let mut stderr = String::new();
@@ -240,64 +240,4 @@ pub fn read_header(image: &Path, place: &Place) -> Option<Header> {
     let mut sector = [0u8; 512];
     f.read_exact(&mut sector).ok()?;
     parse_header(&sector)
-}
-
-/// A QMP connection (QEMU's JSON control socket).
-pub struct Qmp {
-    reader: BufReader<UnixStream>,
-    writer: UnixStream,
-}
-
-impl Qmp {
-    /// Connects (retrying while QEMU creates the socket) and leaves capabilities negotiation.
-    pub fn connect(path: &Path) -> Result<Self, String> {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        let stream = loop {
-            match UnixStream::connect(path) {
-                Ok(s) => break s,
-                Err(e) if Instant::now() > deadline => {
-                    return Err(format!("connecting to QMP at {}: {e}", path.display()));
-                }
-                Err(_) => std::thread::sleep(Duration::from_millis(50)),
-            }
-        };
-        stream
-            .set_read_timeout(Some(Duration::from_secs(30)))
-            .map_err(|e| e.to_string())?;
-        let writer = stream.try_clone().map_err(|e| e.to_string())?;
-        let mut qmp = Self {
-            reader: BufReader::new(stream),
-            writer,
-        };
-        let mut greeting = String::new();
-        qmp.reader
-            .read_line(&mut greeting)
-            .map_err(|e| format!("QMP greeting: {e}"))?;
-        qmp.execute(r#"{"execute":"qmp_capabilities"}"#)?;
-        Ok(qmp)
-    }
-
-    /// Sends one command and waits for its `return` (events before it are skipped).
-    pub fn execute(&mut self, command: &str) -> Result<serde_json::Value, String> {
-        writeln!(self.writer, "{command}").map_err(|e| format!("QMP write: {e}"))?;
-        loop {
-            let mut line = String::new();
-            let n = self
-                .reader
-                .read_line(&mut line)
-                .map_err(|e| format!("QMP read: {e}"))?;
-            if n == 0 {
-                // QEMU closes the socket as it quits.
-                return Ok(serde_json::Value::Null);
-            }
-            let v: serde_json::Value =
-                serde_json::from_str(&line).map_err(|e| format!("QMP reply {line:?}: {e}"))?;
-            if let Some(r) = v.get("return") {
-                return Ok(r.clone());
-            }
-            if let Some(e) = v.get("error") {
-                return Err(format!("QMP {command}: {e}"));
-            }
-        }
-    }
 }

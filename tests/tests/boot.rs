@@ -9,7 +9,18 @@ use baremark::records::SCHEMA_VERSION;
 use baremark::session::{RunOutcome, Verdict};
 use baremark_tests::{boot, expect_record, hex};
 
-const REPORT_TYPES: [&str; 7] = ["boot", "cpu", "checks", "tsc", "apic", "pmu", "end"];
+const REPORT_TYPES: [&str; 10] = [
+    "boot",
+    "screen",
+    "cpu",
+    "checks",
+    "tsc",
+    "apic",
+    "pmu",
+    "screen_cost",
+    "outputs",
+    "end",
+];
 
 fn bios() -> &'static RunOutcome {
     static OUTCOME: OnceLock<RunOutcome> = OnceLock::new();

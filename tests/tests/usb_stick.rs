@@ -52,7 +52,9 @@ fn medians(records: &[baremark::records::Record]) -> Vec<(String, String, f64)> 
                     r.str("bench").unwrap_or("")
                 ),
                 r.str("event").unwrap_or("").to_string(),
-                r.value["per_iteration"]["median"].as_f64().unwrap_or(f64::NAN),
+                r.value["per_iteration"]["median"]
+                    .as_f64()
+                    .unwrap_or(f64::NAN),
             )
         })
         .collect();
@@ -100,7 +102,10 @@ fn stick_reproduces_a_serial_run(firmware: Firmware) {
     let from = place.lba as usize * 512;
     let to = from + place.sectors as usize * 512;
     let outside = changed_outside(&before, &after, from, to);
-    assert!(outside.is_empty(), "bytes changed outside the results file: {outside:?}");
+    assert!(
+        outside.is_empty(),
+        "bytes changed outside the results file: {outside:?}"
+    );
 
     // The stream is a whole run that ended ok, found its stick, and lost nothing.
     let input = results_stream(&after[from..to], "RESULTS.LOG").unwrap();
@@ -127,11 +132,19 @@ fn stick_reproduces_a_serial_run(firmware: Firmware) {
         Duration::from_secs(240),
         Some(0),
     );
-    assert_eq!(serial.qemu_status, Some(33), "serial run: {:?}", serial.tail);
+    assert_eq!(
+        serial.qemu_status,
+        Some(33),
+        "serial run: {:?}",
+        serial.tail
+    );
     let want = medians(&serial.records);
     let got = medians(&stick_records);
     assert!(!want.is_empty());
-    assert_eq!(got, want, "the stick's results differ from the serial run's");
+    assert_eq!(
+        got, want,
+        "the stick's results differ from the serial run's"
+    );
 
     // `baremark report` renders it from the image (the stick itself), the file, and the
     // mounted stick's folder.
@@ -147,7 +160,11 @@ fn stick_reproduces_a_serial_run(firmware: Firmware) {
             .expect("running baremark report");
         let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
         let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-        assert!(out.status.success(), "report {}: {stderr}\n{stdout}", path.display());
+        assert!(
+            out.status.success(),
+            "report {}: {stderr}\n{stdout}",
+            path.display()
+        );
         assert!(stderr.contains("state complete"), "{stderr}");
         assert!(stdout.contains("Summary of"), "{stdout}");
         tables.push(stdout[stdout.find("Summary of").unwrap()..].to_string());
@@ -197,12 +214,23 @@ fn a_stick_with_another_signature_is_not_written() {
     assert_eq!(file.str("state"), Some("not-found"), "{}", file.value);
     let rejected = file.value["rejected"].to_string();
     assert!(rejected.contains("disk signature"), "{rejected}");
-    let end = records.iter().find(|r| r.kind == "end").expect("end record");
+    let end = records
+        .iter()
+        .find(|r| r.kind == "end")
+        .expect("end record");
     assert_eq!(end.str("status"), Some("ok"));
     assert!(
         records.iter().any(|r| r.kind == "result"),
         "the run went on and measured"
     );
-    assert_eq!(std::fs::read(&b).unwrap(), b_before, "the other stick was written");
-    assert_eq!(std::fs::read(&a).unwrap(), a_before, "the IDE disk was written");
+    assert_eq!(
+        std::fs::read(&b).unwrap(),
+        b_before,
+        "the other stick was written"
+    );
+    assert_eq!(
+        std::fs::read(&a).unwrap(),
+        a_before,
+        "the IDE disk was written"
+    );
 }

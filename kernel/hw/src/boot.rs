@@ -5,7 +5,8 @@
 //! exception is caught and reported), then memory (frames, page tables, heap).
 
 use bootloader_api::BootInfo;
-use bootloader_api::info::MemoryRegionKind;
+use bootloader_api::info::{FrameBufferInfo, MemoryRegionKind};
+use spin::Mutex;
 
 use crate::frames::RegionFrameAllocator;
 use crate::paging::{FrameStats, MapError};
@@ -38,6 +39,20 @@ pub struct BootFacts {
     pub framebuffer: Option<(usize, usize)>,
     /// The ramdisk the bootloader loaded (run configuration and payloads); empty if none.
     pub ramdisk: &'static [u8],
+}
+
+/// The frame buffer the bootloader set up: its pixels (mapped for the whole run) and layout.
+/// Not in [`BootFacts`], which is plain copyable data: the screen takes it once.
+pub struct Framebuffer {
+    pub buffer: &'static mut [u8],
+    pub info: FrameBufferInfo,
+}
+
+static FRAMEBUFFER: Mutex<Option<Framebuffer>> = Mutex::new(None);
+
+/// The frame buffer, the first time (after [`init`]); `None` if there is none.
+pub fn take_framebuffer() -> Option<Framebuffer> {
+    FRAMEBUFFER.lock().take()
 }
 
 /// Why the hand-off cannot be used.
@@ -100,7 +115,7 @@ pub fn init(boot_info: &'static mut BootInfo) -> Result<BootFacts, BootError> {
         _ => &[],
     };
 
-    Ok(BootFacts {
+    let facts = BootFacts {
         serial,
         bootloader_api,
         firmware,
@@ -117,5 +132,14 @@ pub fn init(boot_info: &'static mut BootInfo) -> Result<BootFacts, BootError> {
             .as_ref()
             .map(|fb| (fb.info().width, fb.info().height)),
         ramdisk,
-    })
+    };
+    // Last: the buffer borrows the boot information for the rest of the run.
+    if let Some(fb) = boot_info.framebuffer.as_mut() {
+        let info = fb.info();
+        *FRAMEBUFFER.lock() = Some(Framebuffer {
+            buffer: fb.buffer_mut(),
+            info,
+        });
+    }
+    Ok(facts)
 }

@@ -469,6 +469,9 @@ fn derived_metrics(
 pub trait Sink {
     fn record(&mut self, kind: &str, build: &mut dyn FnMut(Record<'_>) -> Record<'_>);
     fn text(&mut self, line: fmt::Arguments<'_>);
+    /// A benchmark's median per iteration for one event (`None`: not counted), as the table
+    /// shows it; the screen's summary collects these. Other sinks ignore it.
+    fn median(&mut self, _bench: &str, _event: &str, _median: Option<f64>) {}
 }
 
 fn stats_object<'a>(r: Record<'a>, key: &str, s: Option<&Stats>) -> Record<'a> {
@@ -660,6 +663,7 @@ fn table(bench: &Bench, plan: &RunPlan, report: &Report, sink: &mut dyn Sink) {
         match &r.outcome {
             Ok(m) => {
                 let v = m.summary.per_iteration.as_ref().unwrap_or(&m.summary.value);
+                sink.median(&bench.name, &r.event, Some(v.median));
                 let spread = if v.mean != 0.0 {
                     100.0 * v.stddev / v.mean.abs()
                 } else {
@@ -677,6 +681,7 @@ fn table(bench: &Bench, plan: &RunPlan, report: &Report, sink: &mut dyn Sink) {
                 ));
             }
             Err(Failure::Unsupported(reason)) => {
+                sink.median(&bench.name, &r.event, None);
                 // One reason for many events (no counters at all) is printed once.
                 let shown = if last_reason == Some(reason.as_str()) {
                     "(as above)"
@@ -689,10 +694,13 @@ fn table(bench: &Bench, plan: &RunPlan, report: &Report, sink: &mut dyn Sink) {
                     "<not supported>", r.event, shown
                 ))
             }
-            Err(Failure::Harness(reason)) => sink.text(format_args!(
-                "  {:>16}  {:<24} {}",
-                "<not measured>", r.event, reason
-            )),
+            Err(Failure::Harness(reason)) => {
+                sink.median(&bench.name, &r.event, None);
+                sink.text(format_args!(
+                    "  {:>16}  {:<24} {}",
+                    "<not measured>", r.event, reason
+                ))
+            }
         }
     }
     for m in &report.metrics {

@@ -139,6 +139,9 @@ impl Sink for Console {
     fn text(&mut self, line: core::fmt::Arguments<'_>) {
         crate::console::text(line);
     }
+    fn median(&mut self, bench: &str, event: &str, median: Option<f64>) {
+        crate::screen::median(bench, event, median);
+    }
 }
 
 /// Refused harness calls of one task that become `harness_error` records (`Running::refuse`).
