@@ -1,0 +1,291 @@
+//! The xHCI driver and USB mass storage (docs/usb.md), in QEMU's `qemu-xhci` with
+//! `usb-storage` sticks backed by files the tests write and read back: the disk is found with
+//! the right capacity and contents, `usb-write` changes exactly its sectors, two sticks are
+//! both found, a machine without xHCI says so, and the kernel boots from a USB stick (the
+//! firmware's USB driver has used the controller first).
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use baremark::image::{Firmware, RunConfig};
+use baremark::qemu::{Accel, QemuOptions};
+use baremark::records::Record;
+use baremark::session::{self, BootRequest, RunOutcome, Verdict};
+use baremark_kernel::usb::check::{fnv1a64, pattern_byte};
+
+const SECTOR: usize = 512;
+/// 4 MiB sticks: 8192 sectors.
+const STICK_SECTORS: usize = 8192;
+
+/// Known contents: every byte depends on its position and the stick's `seed`.
+fn stick_bytes(seed: u8) -> Vec<u8> {
+    (0..STICK_SECTORS * SECTOR)
+        .map(|i| (i as u8).wrapping_mul(7) ^ (i / SECTOR) as u8 ^ seed)
+        .collect()
+}
+
+fn write_stick(dir: &Path, name: &str, seed: u8) -> (PathBuf, Vec<u8>) {
+    let path = dir.join(name);
+    let bytes = stick_bytes(seed);
+    std::fs::write(&path, &bytes).unwrap();
+    (path, bytes)
+}
+
+/// `-device qemu-xhci` plus one `usb-storage` per file (`props` appended to each device).
+fn xhci_args(sticks: &[(&Path, &str)]) -> Vec<String> {
+    let mut a = vec!["-device".to_string(), "qemu-xhci,id=xhci".to_string()];
+    for (i, (file, props)) in sticks.iter().enumerate() {
+        a.push("-drive".into());
+        a.push(format!(
+            "if=none,id=stick{i},format=raw,file={}",
+            file.display()
+        ));
+        a.push("-device".into());
+        a.push(format!("usb-storage,bus=xhci.0,drive=stick{i}{props}"));
+    }
+    a
+}
+
+fn boot(test: &str, extra_lines: Vec<String>, qemu_args: Vec<String>) -> RunOutcome {
+    let mut qemu = QemuOptions::new(Firmware::Bios, Accel::Tcg);
+    qemu.timeout = Duration::from_secs(120);
+    qemu.extra_args = qemu_args;
+    let request = BootRequest {
+        config: RunConfig {
+            test: Some(test.to_string()),
+            timer_checks: false,
+            extra_lines,
+            ..RunConfig::default()
+        },
+        qemu,
+        log: None,
+    };
+    session::boot(&request, &mut |_| {}).unwrap_or_else(|e| panic!("could not boot: {e:#}"))
+}
+
+fn expect_ok(outcome: &RunOutcome) {
+    assert_eq!(
+        outcome.verdict(),
+        Verdict::Success,
+        "serial tail:\n{}\nstderr: {}",
+        outcome.tail_text(),
+        outcome.qemu_stderr
+    );
+}
+
+fn disks(records: &[Record]) -> Vec<&Record> {
+    records.iter().filter(|r| r.kind == "usb_disk").collect()
+}
+
+fn expected_digest(bytes: &[u8]) -> String {
+    format!("{:016x}", fnv1a64(&bytes[..8 * SECTOR]))
+}
+
+#[test]
+fn a_stick_is_found_with_its_capacity_and_contents() {
+    let dir = tempfile::tempdir().unwrap();
+    let (file, bytes) = write_stick(dir.path(), "stick.img", 0x5a);
+    let outcome = boot("usb-disks", vec![], xhci_args(&[(&file, "")]));
+    expect_ok(&outcome);
+    let found = disks(&outcome.records);
+    assert_eq!(found.len(), 1, "serial tail:\n{}", outcome.tail_text());
+    let d = found[0];
+    assert_eq!(d.u64("blocks"), Some(STICK_SECTORS as u64));
+    assert_eq!(d.u64("block_size"), Some(SECTOR as u64));
+    assert_eq!(d.str("vendor"), Some("QEMU"));
+    assert_eq!(d.str("product"), Some("QEMU HARDDISK"));
+    assert_eq!(d.str("digest"), Some(expected_digest(&bytes).as_str()));
+    assert!(d.u64("port").is_some() && d.str("controller").is_some());
+    assert_eq!(
+        outcome.records_of("usb_note").count(),
+        0,
+        "{}",
+        outcome.tail_text()
+    );
+}
+
+#[test]
+fn usb_write_changes_exactly_its_sectors() {
+    let dir = tempfile::tempdir().unwrap();
+    let (file, before) = write_stick(dir.path(), "stick.img", 0x33);
+    let lba = 1000u64;
+    let outcome = boot(
+        "usb-write",
+        vec![format!("usb_test_lba = {lba}")],
+        xhci_args(&[(&file, "")]),
+    );
+    expect_ok(&outcome);
+    let w: Vec<&Record> = outcome.records_of("usb_write").collect();
+    assert_eq!(w.len(), 1, "serial tail:\n{}", outcome.tail_text());
+    assert_eq!(w[0].str("result"), Some("ok"), "{:?}", w[0]);
+    let after = std::fs::read(&file).unwrap();
+    assert_eq!(after.len(), before.len());
+    let range = lba as usize * SECTOR..(lba as usize + 64) * SECTOR;
+    for (i, (&a, &b)) in after.iter().zip(&before).enumerate() {
+        if range.contains(&i) {
+            let want = pattern_byte((i / SECTOR) as u64, i % SECTOR);
+            assert_eq!(a, want, "byte {i} (sector {}) not the pattern", i / SECTOR);
+        } else {
+            assert_eq!(a, b, "byte {i} (sector {}) outside the write changed", i / SECTOR);
+        }
+    }
+}
+
+#[test]
+fn two_sticks_are_both_found_on_usb2_and_usb3_ports() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, a_bytes) = write_stick(dir.path(), "a.img", 1);
+    let (b, b_bytes) = write_stick(dir.path(), "b.img", 2);
+    // qemu-xhci: ports 1-4 are USB 2, 5-8 USB 3 (p2=4, p3=4); a `port` property picks one.
+    let outcome = boot(
+        "usb-disks",
+        vec![],
+        xhci_args(&[(&a, ",port=1"), (&b, ",port=5")]),
+    );
+    expect_ok(&outcome);
+    let found = disks(&outcome.records);
+    assert_eq!(found.len(), 2, "serial tail:\n{}", outcome.tail_text());
+    let mut digests: Vec<&str> = found.iter().filter_map(|d| d.str("digest")).collect();
+    digests.sort();
+    let mut want = [expected_digest(&a_bytes), expected_digest(&b_bytes)];
+    want.sort();
+    assert_eq!(digests, want);
+    let speeds: Vec<(u64, &str)> = found
+        .iter()
+        .map(|d| (d.u64("port").unwrap(), d.str("speed").unwrap()))
+        .collect();
+    assert!(speeds.contains(&(1, "high")), "{speeds:?}");
+    assert!(speeds.contains(&(5, "super")), "{speeds:?}");
+}
+
+#[test]
+fn a_machine_without_xhci_says_so_and_ends_ok() {
+    let outcome = boot("usb-disks", vec![], vec![]);
+    expect_ok(&outcome);
+    assert!(disks(&outcome.records).is_empty());
+    let notes: Vec<&str> = outcome
+        .records_of("usb_note")
+        .filter_map(|r| r.str("message"))
+        .collect();
+    assert!(
+        notes.iter().any(|n| n.contains("no xHCI controller")),
+        "{notes:?}"
+    );
+}
+
+/// Boots `image` from a USB stick alone (no other disk) and returns the serial stream's
+/// records and QEMU's exit status.
+fn boot_from_stick(firmware: Firmware, image: &Path, scratch: &Path) -> (Vec<Record>, String) {
+    let qemu = baremark::qemu::qemu_binary().unwrap();
+    let mut cmd = Command::new(qemu);
+    cmd.args(["-accel", "tcg", "-cpu", "max,phys-bits=39", "-m", "256"]);
+    if firmware == Firmware::Uefi {
+        match baremark::qemu::find_ovmf().unwrap() {
+            baremark::qemu::Ovmf::Combined(p) => {
+                cmd.arg("-bios").arg(p);
+            }
+            baremark::qemu::Ovmf::Split { code, vars } => {
+                let copy = scratch.join("vars.fd");
+                std::fs::copy(vars, &copy).unwrap();
+                cmd.arg("-drive").arg(format!(
+                    "if=pflash,format=raw,readonly=on,file={}",
+                    code.display()
+                ));
+                cmd.arg("-drive")
+                    .arg(format!("if=pflash,format=raw,file={}", copy.display()));
+            }
+        }
+    }
+    cmd.args(["-device", "qemu-xhci,id=xhci", "-drive"])
+        .arg(format!(
+            "if=none,id=stick,format=raw,file={}",
+            image.display()
+        ))
+        .args([
+            "-device",
+            "usb-storage,bus=xhci.0,drive=stick,bootindex=0",
+            "-device",
+            "isa-debug-exit,iobase=0xf4,iosize=0x04",
+            "-serial",
+            "stdio",
+            "-display",
+            "none",
+            "-monitor",
+            "none",
+            "-nodefaults",
+            "-vga",
+            "std",
+            "-nic",
+            "none",
+            "-no-reboot",
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let mut out = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut s = Vec::new();
+        let _ = out.read_to_end(&mut s);
+        s
+    });
+    let deadline = Instant::now() + Duration::from_secs(240);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break format!("{s}");
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            break String::from("timed out");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let text = String::from_utf8_lossy(&reader.join().unwrap()).into_owned();
+    (baremark::records::records_of_log(&text), format!("{status}\n{text}"))
+}
+
+fn boots_from_a_stick(firmware: Firmware) {
+    let dir = tempfile::tempdir().unwrap();
+    let image = dir.path().join("boot.img");
+    let config = RunConfig {
+        test: Some("usb-disks".into()),
+        timer_checks: false,
+        ..RunConfig::default()
+    };
+    baremark::image::build_image(firmware, &config, &image).unwrap();
+    let size = std::fs::metadata(&image).unwrap().len();
+    let head = std::fs::read(&image).unwrap();
+    let (records, log) = boot_from_stick(firmware, &image, dir.path());
+    let end = records.iter().find(|r| r.kind == "end");
+    assert_eq!(
+        end.and_then(|r| r.str("status")),
+        Some("ok"),
+        "no ok end record; log:\n{log}"
+    );
+    let found = disks(&records);
+    assert_eq!(found.len(), 1, "log:\n{log}");
+    // The stick the machine booted from is found, whole, with the image's first sectors.
+    assert_eq!(found[0].u64("blocks"), Some(size / SECTOR as u64), "log:\n{log}");
+    assert_eq!(
+        found[0].str("digest"),
+        Some(expected_digest(&head).as_str()),
+        "log:\n{log}"
+    );
+}
+
+#[test]
+fn the_kernel_boots_from_a_usb_stick_under_seabios_and_finds_it() {
+    boots_from_a_stick(Firmware::Bios);
+}
+
+#[test]
+fn the_kernel_boots_from_a_usb_stick_under_uefi_and_finds_it() {
+    if baremark::qemu::find_ovmf().is_err() {
+        eprintln!("no OVMF: skipped");
+        return;
+    }
+    boots_from_a_stick(Firmware::Uefi);
+}
