@@ -92,6 +92,9 @@ fn a_stick_is_found_with_its_capacity_and_contents() {
     let found = disks(&outcome.records);
     assert_eq!(found.len(), 1, "serial tail:\n{}", outcome.tail_text());
     let d = found[0];
+    for line in outcome.text.iter().filter(|l| l.starts_with("usb")) {
+        eprintln!("{line}");
+    }
     assert_eq!(d.u64("blocks"), Some(STICK_SECTORS as u64));
     assert_eq!(d.u64("block_size"), Some(SECTOR as u64));
     assert_eq!(d.str("vendor"), Some("QEMU"));
@@ -134,30 +137,82 @@ fn usb_write_changes_exactly_its_sectors() {
 }
 
 #[test]
-fn two_sticks_are_both_found_on_usb2_and_usb3_ports() {
+fn two_sticks_on_one_controller_and_a_usb2_only_controller_are_all_found() {
     let dir = tempfile::tempdir().unwrap();
     let (a, a_bytes) = write_stick(dir.path(), "a.img", 1);
     let (b, b_bytes) = write_stick(dir.path(), "b.img", 2);
-    // qemu-xhci: ports 1-4 are USB 2, 5-8 USB 3 (p2=4, p3=4); a `port` property picks one.
-    let outcome = boot(
-        "usb-disks",
-        vec![],
-        xhci_args(&[(&a, ",port=1"), (&b, ",port=5")]),
+    let (c, c_bytes) = write_stick(dir.path(), "c.img", 3);
+    // Two sticks on the default qemu-xhci (USB 3 ports: SuperSpeed), and one on a second
+    // controller without USB 3 ports (`p3=0`), where the stick runs at high speed.
+    let mut args = xhci_args(&[(&a, ""), (&b, "")]);
+    args.extend(
+        [
+            "-device",
+            "qemu-xhci,id=usb2only,p3=0",
+            "-drive",
+            &format!("if=none,id=stick9,format=raw,file={}", c.display()),
+            "-device",
+            "usb-storage,bus=usb2only.0,drive=stick9",
+        ]
+        .map(String::from),
     );
+    let outcome = boot("usb-disks", vec![], args);
     expect_ok(&outcome);
     let found = disks(&outcome.records);
-    assert_eq!(found.len(), 2, "serial tail:\n{}", outcome.tail_text());
+    assert_eq!(found.len(), 3, "serial tail:\n{}", outcome.tail_text());
     let mut digests: Vec<&str> = found.iter().filter_map(|d| d.str("digest")).collect();
     digests.sort();
-    let mut want = [expected_digest(&a_bytes), expected_digest(&b_bytes)];
+    let mut want = [
+        expected_digest(&a_bytes),
+        expected_digest(&b_bytes),
+        expected_digest(&c_bytes),
+    ];
     want.sort();
     assert_eq!(digests, want);
-    let speeds: Vec<(u64, &str)> = found
-        .iter()
-        .map(|d| (d.u64("port").unwrap(), d.str("speed").unwrap()))
+    let mut speeds: Vec<&str> = found.iter().filter_map(|d| d.str("speed")).collect();
+    speeds.sort();
+    assert_eq!(speeds, ["high", "super", "super"], "{}", outcome.tail_text());
+    let controllers: std::collections::BTreeSet<&str> =
+        found.iter().filter_map(|d| d.str("controller")).collect();
+    assert_eq!(controllers.len(), 2, "{controllers:?}");
+}
+
+#[test]
+fn devices_the_driver_cannot_use_become_notes() {
+    let dir = tempfile::tempdir().unwrap();
+    let (stick, bytes) = write_stick(dir.path(), "stick.img", 9);
+    let (uas, _) = write_stick(dir.path(), "uas.img", 10);
+    let mut args = xhci_args(&[(&stick, "")]);
+    args.extend(
+        [
+            "-device",
+            "usb-tablet,bus=xhci.0",
+            "-device",
+            "usb-hub,bus=xhci.0",
+            "-device",
+            "usb-uas,id=uas,bus=xhci.0",
+            "-drive",
+            &format!("if=none,id=uasdisk,format=raw,file={}", uas.display()),
+            "-device",
+            "scsi-hd,bus=uas.0,scsi-id=0,lun=0,drive=uasdisk",
+        ]
+        .map(String::from),
+    );
+    let outcome = boot("usb-disks", vec![], args);
+    expect_ok(&outcome);
+    let found = disks(&outcome.records);
+    assert_eq!(found.len(), 1, "serial tail:\n{}", outcome.tail_text());
+    assert_eq!(found[0].str("digest"), Some(expected_digest(&bytes).as_str()));
+    let notes: Vec<&str> = outcome
+        .records_of("usb_note")
+        .filter_map(|r| r.str("message"))
         .collect();
-    assert!(speeds.contains(&(1, "high")), "{speeds:?}");
-    assert!(speeds.contains(&(5, "super")), "{speeds:?}");
+    for n in &notes {
+        eprintln!("usb_note: {n}");
+    }
+    for what in ["is not mass storage", "is a hub", "UAS"] {
+        assert!(notes.iter().any(|n| n.contains(what)), "no note with {what:?}: {notes:?}");
+    }
 }
 
 #[test]
