@@ -131,7 +131,12 @@ fn usb_write_changes_exactly_its_sectors() {
             let want = pattern_byte((i / SECTOR) as u64, i % SECTOR);
             assert_eq!(a, want, "byte {i} (sector {}) not the pattern", i / SECTOR);
         } else {
-            assert_eq!(a, b, "byte {i} (sector {}) outside the write changed", i / SECTOR);
+            assert_eq!(
+                a,
+                b,
+                "byte {i} (sector {}) outside the write changed",
+                i / SECTOR
+            );
         }
     }
 }
@@ -171,7 +176,12 @@ fn two_sticks_on_one_controller_and_a_usb2_only_controller_are_all_found() {
     assert_eq!(digests, want);
     let mut speeds: Vec<&str> = found.iter().filter_map(|d| d.str("speed")).collect();
     speeds.sort();
-    assert_eq!(speeds, ["high", "super", "super"], "{}", outcome.tail_text());
+    assert_eq!(
+        speeds,
+        ["high", "super", "super"],
+        "{}",
+        outcome.tail_text()
+    );
     let controllers: std::collections::BTreeSet<&str> =
         found.iter().filter_map(|d| d.str("controller")).collect();
     assert_eq!(controllers.len(), 2, "{controllers:?}");
@@ -202,7 +212,10 @@ fn devices_the_driver_cannot_use_become_notes() {
     expect_ok(&outcome);
     let found = disks(&outcome.records);
     assert_eq!(found.len(), 1, "serial tail:\n{}", outcome.tail_text());
-    assert_eq!(found[0].str("digest"), Some(expected_digest(&bytes).as_str()));
+    assert_eq!(
+        found[0].str("digest"),
+        Some(expected_digest(&bytes).as_str())
+    );
     let notes: Vec<&str> = outcome
         .records_of("usb_note")
         .filter_map(|r| r.str("message"))
@@ -211,7 +224,10 @@ fn devices_the_driver_cannot_use_become_notes() {
         eprintln!("usb_note: {n}");
     }
     for what in ["is not mass storage", "is a hub", "UAS"] {
-        assert!(notes.iter().any(|n| n.contains(what)), "no note with {what:?}: {notes:?}");
+        assert!(
+            notes.iter().any(|n| n.contains(what)),
+            "no note with {what:?}: {notes:?}"
+        );
     }
 }
 
@@ -299,7 +315,10 @@ fn boot_from_stick(firmware: Firmware, image: &Path, scratch: &Path) -> (Vec<Rec
         std::thread::sleep(Duration::from_millis(100));
     };
     let text = String::from_utf8_lossy(&reader.join().unwrap()).into_owned();
-    (baremark::records::records_of_log(&text), format!("{status}\n{text}"))
+    (
+        baremark::records::records_of_log(&text),
+        format!("{status}\n{text}"),
+    )
 }
 
 fn boots_from_a_stick(firmware: Firmware) {
@@ -323,7 +342,11 @@ fn boots_from_a_stick(firmware: Firmware) {
     let found = disks(&records);
     assert_eq!(found.len(), 1, "log:\n{log}");
     // The stick the machine booted from is found, whole, with the image's first sectors.
-    assert_eq!(found[0].u64("blocks"), Some(size / SECTOR as u64), "log:\n{log}");
+    assert_eq!(
+        found[0].u64("blocks"),
+        Some(size / SECTOR as u64),
+        "log:\n{log}"
+    );
     assert_eq!(
         found[0].str("digest"),
         Some(expected_digest(&head).as_str()),

@@ -52,7 +52,7 @@ impl DmaBuffer {
     /// aligned to `align`. A violation is a driver bug, so it panics.
     fn at(&self, offset: usize, size: usize, align: usize) -> u64 {
         assert!(
-            offset.checked_add(size).is_some_and(|e| e <= self.len) && offset % align == 0,
+            offset.checked_add(size).is_some_and(|e| e <= self.len) && offset.is_multiple_of(align),
             "DMA access of {size} bytes at {offset} outside a {}-byte buffer or misaligned",
             self.len
         );

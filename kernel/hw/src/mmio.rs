@@ -92,7 +92,7 @@ impl Mmio {
     }
 
     fn checked(&mut self, offset: u64, size: u64) -> Option<u64> {
-        if offset % size == 0 && offset.checked_add(size).is_some_and(|e| e <= self.len) {
+        if offset.is_multiple_of(size) && offset.checked_add(size).is_some_and(|e| e <= self.len) {
             Some(self.virt + offset)
         } else {
             self.out_of_range += 1;

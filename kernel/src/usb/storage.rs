@@ -362,7 +362,7 @@ impl UsbDisk {
     /// READ(10)/WRITE(10) of whole chunks; `buf` holds the blocks from `lba` on.
     fn rw(&mut self, write: bool, lba: u64, buf: &mut [u8]) -> Result<(), BlockError> {
         let bs = self.block_size as usize;
-        if bs == 0 || buf.len() % bs != 0 {
+        if bs == 0 || !buf.len().is_multiple_of(bs) {
             return Err(BlockError(format!(
                 "{} bytes is not a multiple of the block size {bs}",
                 buf.len()
