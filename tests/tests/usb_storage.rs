@@ -367,3 +367,57 @@ fn the_kernel_boots_from_a_usb_stick_under_uefi_and_finds_it() {
     }
     boots_from_a_stick(Firmware::Uefi);
 }
+
+/// The driver's real user: the results file on the boot stick (docs/results-file.md). A stick
+/// with an MBR and an empty results file gets the run's serial stream, and its header says
+/// the run completed.
+#[test]
+fn the_results_file_on_a_stick_receives_the_run() {
+    use baremark_kernel::results_file::{SECTOR as RF_SECTOR, State, header};
+    let dir = tempfile::tempdir().unwrap();
+    let (file, mut bytes) = write_stick(dir.path(), "stick.img", 7);
+    let (lba, sectors, signature) = (2048usize, 1024u64, 0xb007_57ccu32);
+    let id: [u8; 16] = core::array::from_fn(|i| i as u8 * 17);
+    bytes[440..444].copy_from_slice(&signature.to_le_bytes());
+    bytes[510..512].copy_from_slice(&[0x55, 0xaa]);
+    bytes[lba * SECTOR..(lba + 1) * SECTOR].copy_from_slice(&header(&id, sectors, 0, State::Empty));
+    std::fs::write(&file, &bytes).unwrap();
+    let id_hex: String = id.iter().map(|b| format!("{b:02x}")).collect();
+    let mut qemu = QemuOptions::new(Firmware::Bios, Accel::Tcg);
+    qemu.timeout = Duration::from_secs(120);
+    qemu.extra_args = xhci_args(&[(&file, "")]);
+    let request = BootRequest {
+        config: RunConfig {
+            timer_checks: false,
+            extra_lines: vec![
+                format!("results_file = {lba}:{sectors}"),
+                format!("disk_signature = {signature:#010x}"),
+                format!("results_id = {id_hex}"),
+            ],
+            ..RunConfig::default()
+        },
+        qemu,
+        log: None,
+    };
+    let outcome = session::boot(&request, &mut |_| {}).unwrap();
+    expect_ok(&outcome);
+    let rf = outcome
+        .record("results_file")
+        .expect("a results_file record");
+    assert_eq!(rf.str("state"), Some("open"), "{:?}", rf.value);
+    let after = std::fs::read(&file).unwrap();
+    let head = String::from_utf8_lossy(&after[lba * RF_SECTOR..(lba + 1) * RF_SECTOR]);
+    assert!(head.contains("state complete"), "header:\n{head}");
+    let stream = String::from_utf8_lossy(&after[(lba + 1) * SECTOR..]);
+    assert!(
+        stream.contains(r#""type":"end""#),
+        "no end record in the file"
+    );
+    // Nothing outside the results file changed.
+    let file_range = lba * SECTOR..(lba + sectors as usize) * SECTOR;
+    for (i, (a, b)) in after.iter().zip(&bytes).enumerate() {
+        if !file_range.contains(&i) {
+            assert_eq!(a, b, "byte {i} outside the results file changed");
+        }
+    }
+}
