@@ -61,6 +61,9 @@ pub struct UsbDisk {
     blocks: u64,
     pub inquiry: Inquiry,
     pub location: Location,
+    /// Set when a transfer got no completion: its TRB may still be pending on the ring, so the
+    /// disk is not used again (every later call fails at once instead of waiting again).
+    dead: Option<String>,
 }
 
 /// Why a SCSI command failed.
@@ -142,6 +145,7 @@ impl UsbDisk {
                 revision: String::new(),
             },
             location,
+            dead: None,
         };
         let mut c = ctrl.lock();
         disk.start(&mut c)?;
@@ -225,7 +229,13 @@ impl UsbDisk {
                     && e.endpoint_id() == dci
                     && e.event_pointer() == at
             })
-            .ok_or(TransferError::Timeout)?;
+            .ok_or_else(|| {
+                self.dead = Some(format!(
+                    "a bulk transfer on endpoint {dci} got no completion within {} s",
+                    BULK_TIMEOUT_MS / 1000
+                ));
+                TransferError::Timeout
+            })?;
         match event.completion_code() {
             trb::code::SUCCESS | trb::code::SHORT_PACKET => {
                 Ok((len as u32).saturating_sub(event.residue()))
@@ -361,6 +371,9 @@ impl UsbDisk {
 
     /// READ(10)/WRITE(10) of whole chunks; `buf` holds the blocks from `lba` on.
     fn rw(&mut self, write: bool, lba: u64, buf: &mut [u8]) -> Result<(), BlockError> {
+        if let Some(why) = &self.dead {
+            return Err(BlockError(format!("the disk is no longer used: {why}")));
+        }
         let bs = self.block_size as usize;
         if bs == 0 || !buf.len().is_multiple_of(bs) {
             return Err(BlockError(format!(
