@@ -26,7 +26,7 @@
 //! | `machine`     | the boot sequence and the boot report                         | no          |
 //! | `blockdev`    | the block-device interface (disk drivers to disk writers)     | -           |
 //! | `results_file`| the results file on the boot stick: recognising it, writing it | yes         |
-//! | `usb`         | the xHCI driver and USB mass storage                          | no          |
+//! | `usb`         | the xHCI driver and USB mass storage (docs/usb.md)             | the TRB rings, contexts, descriptors, BOT/SCSI |
 //! | `screen`      | the framebuffer console: text and medians kept in memory, drawn in flushes (logic in `baremark-screen`, host-tested) | no (the crate: yes) |
 //! | `outputs`     | the stream's other outputs: screen and results file, flushed between payloads | no |
 #![cfg_attr(not(test), no_std)]
@@ -47,6 +47,7 @@ pub mod results_file;
 pub mod selftest;
 pub mod task;
 pub mod tsc;
+pub mod usb;
 
 #[cfg(target_os = "none")]
 pub mod canary;
@@ -70,8 +71,6 @@ pub mod timer;
 pub mod trap_counts;
 #[cfg(target_os = "none")]
 pub mod traps;
-#[cfg(target_os = "none")]
-pub mod usb;
 
 /// The kernel's version, reported in the `boot` record.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

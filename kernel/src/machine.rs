@@ -88,6 +88,7 @@ pub fn run(boot_info: &'static mut BootInfo) -> ! {
 
     report_pmu(&cpu);
 
+    crate::usb::set_tsc_hz(tsc.chosen.map(|f| f.hz));
     crate::outputs::open_results_file(config.results_file);
     crate::outputs::between_payloads("boot report complete");
 

@@ -133,6 +133,34 @@ impl RegionFrameAllocator {
         Some(frame)
     }
 
+    /// Hands out `count` physically contiguous frames (for DMA buffers a device reads as one
+    /// piece) and returns the first one's address. They come from the never-used part only (the
+    /// free list is not ordered); a region too short for them is skipped, and its rest counted
+    /// as lost, so the frames are never handed out twice.
+    pub fn allocate_contiguous(&mut self, count: u64) -> Option<u64> {
+        if count == 0 {
+            return None;
+        }
+        let bytes = count.checked_mul(FRAME_SIZE)?;
+        while self.current < self.len {
+            let region = self.regions[self.current];
+            if self.next < region.start {
+                self.next = region.start;
+            }
+            if region.end.saturating_sub(self.next) >= bytes {
+                let first = self.next;
+                self.next += bytes;
+                self.allocated += count;
+                self.peak = self.peak.max(self.allocated);
+                return Some(first);
+            }
+            self.lost += region.end.saturating_sub(self.next) / FRAME_SIZE;
+            self.next = region.end;
+            self.current += 1;
+        }
+        None
+    }
+
     /// The first frame of the free list, if any. A link that is not a frame this allocator
     /// handed out (only possible if a freed frame was written after it was freed) drops the
     /// rest of the list instead of handing out memory it does not own.
@@ -414,6 +442,24 @@ mod tests {
             }
             assert_eq!(a.lost_frames(), 0);
         }
+    }
+
+    #[test]
+    fn contiguous_runs_skip_short_regions_and_never_overlap() {
+        let mut links = Links::default();
+        let mut a = RegionFrameAllocator::new([(0x20_0000, 0x20_3000), (0x40_0000, 0x40_8000)]);
+        let single = a.allocate(&links).unwrap();
+        assert_eq!(single, 0x20_0000);
+        // Two frames are left in the first region: four do not fit, so the second is used.
+        assert_eq!(a.allocate_contiguous(4), Some(0x40_0000));
+        assert_eq!(a.lost_frames(), 2);
+        assert_eq!(a.allocate_contiguous(4), Some(0x40_4000));
+        assert_eq!(a.allocate_contiguous(1), None);
+        assert_eq!(a.allocate_contiguous(0), None);
+        assert_eq!(a.allocated_frames(), 9);
+        assert_eq!(a.free_frames(), 0);
+        a.free(single, &mut links).unwrap();
+        assert_eq!(a.allocate(&links), Some(single));
     }
 
     #[test]

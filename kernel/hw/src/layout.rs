@@ -18,6 +18,11 @@ pub const HEAP_SIZE: u64 = 8 * 1024 * 1024;
 /// Where the xAPIC register page is mapped (uncached), when the APIC runs in xAPIC mode.
 pub const APIC_MMIO: u64 = 0xffff_c800_0000_0000;
 
+/// Where device register windows (PCI BARs, `mmio`) are mapped, uncached, one after another.
+pub const DEVICE_MMIO_START: u64 = 0xffff_c900_0000_0000;
+/// Size of the device register window area.
+pub const DEVICE_MMIO_SIZE: u64 = 1 << 30;
+
 /// Size of the kernel stack the bootloader allocates (the first page below it is a guard page).
 pub const KERNEL_STACK_SIZE: u64 = 256 * 1024;
 
@@ -52,5 +57,7 @@ mod tests {
         const { assert!(HEAP_START + HEAP_SIZE <= APIC_MMIO) };
         assert_eq!(HEAP_START % 4096, 0);
         assert_eq!(APIC_MMIO % 4096, 0);
+        const { assert!(APIC_MMIO < DEVICE_MMIO_START) };
+        assert_eq!(DEVICE_MMIO_START % 4096, 0);
     }
 }

@@ -25,6 +25,9 @@
 //! | `pic`     | the legacy 8259 pair: remapped and masked                                 |
 //! | `pit`     | the 8254 PIT channel 2, the reference clock for TSC calibration           |
 //! | `layout`  | the kernel's virtual-memory layout and the bootloader configuration       |
+//! | `pci`     | PCI configuration space (ports 0xCF8/0xCFC): enumeration, BARs, enables   |
+//! | `mmio`    | device registers: a PCI BAR mapped uncached, volatile accessors by offset |
+//! | `dma`     | DMA buffers: contiguous, zeroed, with their physical address              |
 //!
 //! To find every MSR write: search for `wrmsr` (only `msr.rs` has the instruction).
 //! To find every kernel entry from ring 3: search for `KERNEL ENTRY` (the trap stubs in `trap.rs`,
@@ -48,15 +51,21 @@ pub mod boot;
 #[cfg(target_os = "none")]
 pub mod cpu;
 #[cfg(target_os = "none")]
+pub mod dma;
+#[cfg(target_os = "none")]
 pub mod fpu;
 #[cfg(target_os = "none")]
 pub mod gdt;
 #[cfg(target_os = "none")]
 pub mod heap;
 #[cfg(target_os = "none")]
+pub mod mmio;
+#[cfg(target_os = "none")]
 pub mod msr;
 #[cfg(target_os = "none")]
 pub mod paging;
+#[cfg(target_os = "none")]
+pub mod pci;
 #[cfg(target_os = "none")]
 pub mod pic;
 #[cfg(target_os = "none")]

@@ -232,6 +232,22 @@ pub(crate) fn allocate_zeroed_frame() -> Result<u64, MapError> {
     Ok(phys)
 }
 
+/// Allocates `count` physically contiguous frames and zeroes them through the physical-memory
+/// mapping. Returns the first one's physical address.
+pub(crate) fn allocate_contiguous_zeroed(count: u64) -> Result<u64, MapError> {
+    let offset = *PHYS_OFFSET.get().ok_or(MapError::NotInitialised)?;
+    let phys = FRAMES
+        .lock()
+        .as_mut()
+        .ok_or(MapError::NotInitialised)?
+        .allocate_contiguous(count)
+        .ok_or(MapError::OutOfFrames)?;
+    // SAFETY: the frames are fresh (never handed out), mapped at `offset + phys`; zeroing them
+    // touches no live object.
+    unsafe { core::ptr::write_bytes((offset + phys) as *mut u8, 0, (count * 4096) as usize) };
+    Ok(phys)
+}
+
 /// Copies the upper half (entries 256-511) of the kernel's level-4 table into the level-4 table
 /// at `dst_l4_phys`, with `USER_ACCESSIBLE` cleared on every copied entry, so the kernel stays
 /// mapped in the new tree but nothing under it is reachable from ring 3. The lower-half entries

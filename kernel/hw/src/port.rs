@@ -2,7 +2,7 @@
 //!
 //! The raw `in`/`out` helpers are crate-private: writing an arbitrary I/O port can reset the
 //! machine or start DMA, so the kernel only gets the device-specific safe functions built on
-//! them (here, `serial`, `pic`, `pit`).
+//! them (here, `serial`, `pic`, `pit`, `pci`).
 
 use x86_64::instructions::port::Port;
 
@@ -32,6 +32,15 @@ pub(crate) unsafe fn outb(port: u16, value: u8) {
 pub(crate) unsafe fn outl(port: u16, value: u32) {
     // SAFETY: forwarded to the caller.
     unsafe { Port::<u32>::new(port).write(value) }
+}
+
+/// Reads a double word from an I/O port.
+///
+/// # Safety
+/// As for [`inb`].
+pub(crate) unsafe fn inl(port: u16) -> u32 {
+    // SAFETY: forwarded to the caller.
+    unsafe { Port::<u32>::new(port).read() }
 }
 
 /// I/O port of QEMU's `isa-debug-exit` device (`-device isa-debug-exit,iobase=0xf4,iosize=0x04`).

@@ -1,0 +1,217 @@
+//! PCI configuration space through the legacy mechanism #1 (ports 0xCF8/0xCFC): finding
+//! functions by class, and preparing a function for memory-mapped access and DMA.
+//!
+//! Mechanism #1 reaches the first 256 bytes of every function's configuration space on every
+//! PC; that is all a driver of the kernel needs (no MSI, no extended capabilities). Reads are
+//! public (they have no side effect on the standard header); writes stay in this module, which
+//! only ever sets the command register's enable bits and sizes BARs, because a wrong write could
+//! move a device's registers over RAM.
+
+use alloc::vec::Vec;
+use core::fmt;
+
+use crate::port::{inl, outl};
+
+const CONFIG_ADDRESS: u16 = 0xcf8;
+const CONFIG_DATA: u16 = 0xcfc;
+
+/// Configuration-space offsets of the standard (type 0) header.
+const VENDOR_DEVICE: u8 = 0x00;
+const COMMAND: u8 = 0x04;
+const CLASS: u8 = 0x08;
+const HEADER_TYPE: u8 = 0x0c;
+const BAR0: u8 = 0x10;
+
+/// Command register bits.
+const COMMAND_MEMORY: u32 = 1 << 1;
+const COMMAND_BUS_MASTER: u32 = 1 << 2;
+/// The device must not raise legacy interrupts: the kernel polls.
+const COMMAND_INTX_DISABLE: u32 = 1 << 10;
+
+/// Serialises the two-step address/data access.
+static LOCK: spin::Mutex<()> = spin::Mutex::new(());
+
+/// A function's bus/device/function address.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct PciAddress {
+    pub bus: u8,
+    pub device: u8,
+    pub function: u8,
+}
+
+impl fmt::Display for PciAddress {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:02x}:{:02x}.{}", self.bus, self.device, self.function)
+    }
+}
+
+/// What the standard header says about a function.
+#[derive(Clone, Copy, Debug)]
+pub struct PciFunction {
+    pub address: PciAddress,
+    pub vendor: u16,
+    pub device: u16,
+    pub class: u8,
+    pub subclass: u8,
+    pub prog_if: u8,
+    pub header_type: u8,
+}
+
+/// A memory BAR: where the device decodes its registers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MemoryBar {
+    pub phys: u64,
+    pub size: u64,
+    pub is_64bit: bool,
+}
+
+/// Why a BAR cannot be used.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BarError {
+    /// The BAR decodes I/O ports, not memory.
+    IoSpace,
+    /// The BAR is not implemented (sizes to 0) or is unassigned (address 0).
+    Unassigned,
+}
+
+fn address_word(a: PciAddress, offset: u8) -> u32 {
+    0x8000_0000
+        | u32::from(a.bus) << 16
+        | u32::from(a.device & 0x1f) << 11
+        | u32::from(a.function & 0x7) << 8
+        | u32::from(offset & 0xfc)
+}
+
+/// Reads the configuration dword at `offset` (rounded down to a multiple of 4).
+pub fn read_config(a: PciAddress, offset: u8) -> u32 {
+    let _guard = LOCK.lock();
+    // SAFETY: 0xCF8/0xCFC are the PCI configuration mechanism on every PC and only this module
+    // uses them (under LOCK); reading the standard header has no side effect.
+    unsafe {
+        outl(CONFIG_ADDRESS, address_word(a, offset));
+        inl(CONFIG_DATA)
+    }
+}
+
+/// Writes a configuration dword. Crate-private: see the module comment.
+fn write_config(a: PciAddress, offset: u8, value: u32) {
+    let _guard = LOCK.lock();
+    // SAFETY: as in `read_config`; the callers in this module only write the command register
+    // and BARs of a function they were asked to prepare, restoring what they size.
+    unsafe {
+        outl(CONFIG_ADDRESS, address_word(a, offset));
+        outl(CONFIG_DATA, value);
+    }
+}
+
+fn function_at(address: PciAddress) -> Option<PciFunction> {
+    let id = read_config(address, VENDOR_DEVICE);
+    if id & 0xffff == 0xffff {
+        return None;
+    }
+    let class = read_config(address, CLASS);
+    let header = read_config(address, HEADER_TYPE);
+    Some(PciFunction {
+        address,
+        vendor: id as u16,
+        device: (id >> 16) as u16,
+        class: (class >> 24) as u8,
+        subclass: (class >> 16) as u8,
+        prog_if: (class >> 8) as u8,
+        header_type: (header >> 16) as u8,
+    })
+}
+
+/// Every function on every bus (brute force over all 256 buses: it needs no bridge walking and
+/// costs a few milliseconds even where each port access traps to a hypervisor).
+pub fn enumerate() -> Vec<PciFunction> {
+    let mut found = Vec::new();
+    for bus in 0..=255u8 {
+        for device in 0..32u8 {
+            let Some(f0) = function_at(PciAddress {
+                bus,
+                device,
+                function: 0,
+            }) else {
+                continue;
+            };
+            let multi = f0.header_type & 0x80 != 0;
+            found.push(f0);
+            if multi {
+                for function in 1..8u8 {
+                    if let Some(f) = function_at(PciAddress {
+                        bus,
+                        device,
+                        function,
+                    }) {
+                        found.push(f);
+                    }
+                }
+            }
+        }
+    }
+    found
+}
+
+/// Every function with this class, subclass and programming interface.
+pub fn find_class(class: u8, subclass: u8, prog_if: u8) -> Vec<PciFunction> {
+    enumerate()
+        .into_iter()
+        .filter(|f| f.class == class && f.subclass == subclass && f.prog_if == prog_if)
+        .collect()
+}
+
+/// Reads memory BAR `index` (0-5; a 64-bit BAR takes `index` and `index + 1`) and its size.
+/// Sizing writes all ones to the BAR with memory decoding off and restores it.
+pub fn memory_bar(a: PciAddress, index: u8) -> Result<MemoryBar, BarError> {
+    let offset = BAR0 + 4 * index;
+    let low = read_config(a, offset);
+    if low & 1 != 0 {
+        return Err(BarError::IoSpace);
+    }
+    let is_64bit = (low >> 1) & 0b11 == 0b10;
+    let high = if is_64bit {
+        read_config(a, offset + 4)
+    } else {
+        0
+    };
+    let command = read_config(a, COMMAND) & 0xffff;
+    write_config(a, COMMAND, command & !COMMAND_MEMORY);
+    write_config(a, offset, 0xffff_ffff);
+    let size_low = read_config(a, offset) & !0xf;
+    write_config(a, offset, low);
+    let size_high = if is_64bit {
+        write_config(a, offset + 4, 0xffff_ffff);
+        let s = read_config(a, offset + 4);
+        write_config(a, offset + 4, high);
+        s
+    } else {
+        0xffff_ffff
+    };
+    write_config(a, COMMAND, command);
+    let mask = u64::from(size_high) << 32 | u64::from(size_low);
+    let size = (!mask).wrapping_add(1);
+    let phys = u64::from(high) << 32 | u64::from(low & !0xf);
+    if size_low == 0 || phys == 0 {
+        return Err(BarError::Unassigned);
+    }
+    Ok(MemoryBar {
+        phys,
+        size,
+        is_64bit,
+    })
+}
+
+/// Lets the function decode its memory BARs and master the bus (DMA), with legacy interrupts
+/// off (drivers poll). Returns the command register before and after.
+pub fn enable_memory_and_dma(a: PciAddress) -> (u16, u16) {
+    let before = read_config(a, COMMAND) & 0xffff;
+    // Only the low 16 bits are written; the status half (RW1C) is written as zeros.
+    write_config(
+        a,
+        COMMAND,
+        before | COMMAND_MEMORY | COMMAND_BUS_MASTER | COMMAND_INTX_DISABLE,
+    );
+    let after = read_config(a, COMMAND) & 0xffff;
+    (before as u16, after as u16)
+}
