@@ -350,21 +350,24 @@ pub fn find_canary(bytes: &[u8]) -> Option<usize> {
 }
 
 /// The `baremark` command-line tool, as users run it: built by cargo (a no-op when `cargo test
-/// --workspace` already built it) next to these tests' own binaries.
+/// --workspace` already built it), found where cargo says it put it.
 pub fn baremark_cli() -> std::process::Command {
-    let exe = std::env::current_exe().expect("the test binary's path");
-    // target/<profile>/deps/<test> -> target/<profile>/baremark
-    let profile_dir = exe
-        .parent()
-        .and_then(std::path::Path::parent)
-        .expect("target/<profile>");
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let status = std::process::Command::new(cargo)
+    let out = std::process::Command::new(cargo)
         .args(["build", "-q", "-p", "baremark", "--bin", "baremark"])
-        .status()
+        .arg("--message-format=json-render-diagnostics")
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stderr(std::process::Stdio::inherit())
+        .output()
         .expect("running cargo to build the baremark tool");
-    assert!(status.success(), "building the baremark tool failed");
-    std::process::Command::new(profile_dir.join("baremark"))
+    assert!(out.status.success(), "building the baremark tool failed");
+    let exe = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|m| m["reason"] == "compiler-artifact" && m["target"]["name"] == "baremark")
+        .find_map(|m| m["executable"].as_str().map(std::path::PathBuf::from))
+        .expect("cargo named the baremark executable");
+    std::process::Command::new(exe)
 }
 
 /// A QMP connection to a running QEMU (started with [`qmp_args`]): screendumps for tests that

@@ -141,9 +141,8 @@ fn bios_final_screen_decodes_exactly() {
 
 #[test]
 fn uefi_final_screen_decodes_exactly() {
-    if baremark::qemu::find_ovmf().is_err() {
-        eprintln!("skipped: no OVMF");
-        return;
+    if let Err(e) = baremark::qemu::find_ovmf() {
+        panic!("OVMF is needed for the UEFI screen (scripts/provision.sh installs it): {e:#}");
     }
     check_final_screen(Firmware::Uefi, 1280, 800, 4);
 }
@@ -171,12 +170,10 @@ fn medians(outcome: &RunOutcome) -> Vec<(String, String, f64)> {
 /// bootloader without a GOP and the kernel without a screen (the BIOS bootloader needs VESA).
 #[test]
 fn the_screen_changes_no_measurement() {
-    let firmware = if baremark::qemu::find_ovmf().is_ok() {
-        Firmware::Uefi
-    } else {
-        eprintln!("skipped: no OVMF");
-        return;
-    };
+    if let Err(e) = baremark::qemu::find_ovmf() {
+        panic!("OVMF is needed (scripts/provision.sh installs it): {e:#}");
+    }
+    let firmware = Firmware::Uefi;
     let _one = QEMU.lock().unwrap_or_else(|e| e.into_inner());
     let run = |extra: &[&str]| {
         let mut qemu = baremark::qemu::QemuOptions::new(firmware, baremark::qemu::Accel::Tcg);

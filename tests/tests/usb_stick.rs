@@ -173,13 +173,11 @@ fn stick_reproduces_a_serial_run(firmware: Firmware) {
 }
 
 #[test]
-#[ignore = "pending the xHCI driver (branch usb)"]
 fn bios_stick_without_serial_reproduces_the_serial_run() {
     stick_reproduces_a_serial_run(Firmware::Bios);
 }
 
 #[test]
-#[ignore = "pending the xHCI driver (branch usb)"]
 fn uefi_stick_without_serial_reproduces_the_serial_run() {
     if let Err(e) = baremark::qemu::find_ovmf() {
         panic!("OVMF is needed for the UEFI stick test (install the ovmf package): {e:#}");
@@ -190,7 +188,6 @@ fn uefi_stick_without_serial_reproduces_the_serial_run() {
 /// A stick with another image's signature is never written: boot image A from an IDE disk
 /// with image B (another `--usb` image: another disk signature and id) as the only USB stick.
 #[test]
-#[ignore = "pending the xHCI driver (branch usb)"]
 fn a_stick_with_another_signature_is_not_written() {
     let dir = tempfile::tempdir().unwrap();
     let mut cfg = config(OnEnd::QemuExit);

@@ -361,9 +361,8 @@ fn the_kernel_boots_from_a_usb_stick_under_seabios_and_finds_it() {
 
 #[test]
 fn the_kernel_boots_from_a_usb_stick_under_uefi_and_finds_it() {
-    if baremark::qemu::find_ovmf().is_err() {
-        eprintln!("no OVMF: skipped");
-        return;
+    if let Err(e) = baremark::qemu::find_ovmf() {
+        panic!("OVMF is needed (scripts/provision.sh installs it): {e:#}");
     }
     boots_from_a_stick(Firmware::Uefi);
 }
