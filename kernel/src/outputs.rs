@@ -46,6 +46,15 @@ struct Open {
 
 static FILE: Mutex<Option<Open>> = Mutex::new(None);
 
+/// Where the results went, for the final screen (`None`: no results file was asked for).
+static RESULTS_NOTE: Mutex<Option<String>> = Mutex::new(None);
+
+fn set_results_note(note: String) {
+    if let Some(mut n) = RESULTS_NOTE.try_lock() {
+        *n = Some(note);
+    }
+}
+
 /// Cost of the flushes (TSC ticks), for the `outputs` record.
 static FLUSHES: AtomicU64 = AtomicU64::new(0);
 static FLUSH_TICKS: AtomicU64 = AtomicU64::new(0);
@@ -140,6 +149,10 @@ pub fn open_results_file(config: Option<ResultsFile>) {
                 "stick  no USB stick with this image's results file was found: results are on \
                  the serial port only"
             );
+            set_results_note(String::from(
+                "Results: on the serial port only: no USB stick with this image's results file \
+                 was found (the run's log says why)",
+            ));
             KEEP.store(false, Relaxed);
             PENDING.lock().len = 0;
         }
@@ -160,6 +173,20 @@ pub fn at_end(status: &str) {
 fn flush(status: &str, complete: bool) {
     let start = cpu::rdtsc();
     write_file(complete);
+    if complete {
+        if let Some(Some(open)) = FILE.try_lock().as_deref() {
+            set_results_note(alloc::format!(
+                "Results: written to BAREMARK/RESULTS.LOG on {} ({} bytes, {}): plug the \
+                 stick into a computer and run `baremark report` on it",
+                open.disk.describe(),
+                open.writer.written(),
+                open.writer.state().name()
+            ));
+        }
+        if let Some(note) = RESULTS_NOTE.try_lock().as_deref().and_then(|n| n.clone()) {
+            crate::screen::set_notes(&[&note]);
+        }
+    }
     crate::screen::flush(status);
     let ticks = cpu::rdtsc().wrapping_sub(start);
     FLUSHES.fetch_add(1, Relaxed);
@@ -197,6 +224,10 @@ fn write_file(complete: bool) {
             )
         });
         crate::say!("stick  writing failed ({e}): the results file is closed");
+        set_results_note(alloc::format!(
+            "Results: writing to the stick failed ({e}); RESULTS.LOG holds the run up to then, \
+             the serial port all of it"
+        ));
     }
 }
 

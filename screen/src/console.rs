@@ -90,17 +90,31 @@ impl Console {
     }
 
     /// Replaces the log with the final screen (memory only; a flush draws it): the summary
-    /// table from row 1, the run's status (`failed`: in the failure colour) on the row before
-    /// last, and `last` on the last row.
-    pub fn final_screen(&mut self, summary: &Summary, status: &str, failed: bool, last: &str) {
+    /// table from row 1, `notes` (e.g. where the results went) above the run's status
+    /// (`failed`: in the failure colour) on the row before last, and `last` on the last row.
+    pub fn final_screen(
+        &mut self,
+        summary: &Summary,
+        notes: &[&str],
+        status: &str,
+        failed: bool,
+        last: &str,
+    ) {
         let grid = &mut self.grid;
         grid.clear_region();
         let rows = grid.rows();
         let status_row = rows.saturating_sub(2).max(1);
         let last_row = rows - 1;
+        // The notes take the rows just above the status, as many as fit below row 1.
+        let notes = &notes[..notes.len().min(status_row.saturating_sub(2))];
+        let notes_row = status_row - notes.len();
+        for (i, note) in notes.iter().enumerate() {
+            grid.set_row(notes_row + i, &format!(" {note}"), Style::Normal);
+        }
+        let table_end = notes_row;
         let mut row = 1;
         let put = |grid: &mut Grid, row: &mut usize, text: &str, style: Style| {
-            if *row < status_row {
+            if *row < table_end {
                 grid.set_row(*row, text, style);
                 *row += 1;
             }
@@ -116,11 +130,14 @@ impl Console {
             put(grid, &mut row, "", Style::Normal);
             let table = summary.table(grid.cols());
             // Keep a blank row above the status; say what did not fit.
-            let room = status_row.saturating_sub(row + 1);
+            let room = table_end.saturating_sub(row + 1);
             let fits = table.len() <= room;
             for (i, line) in table.iter().enumerate() {
                 if !fits && i + 1 >= room {
-                    let more = format!(" ... {} more lines: see the serial log", table.len() - i);
+                    let more = format!(
+                        " ... {} more lines: `baremark report` shows them",
+                        table.len() - i
+                    );
                     put(grid, &mut row, &more, Style::Normal);
                     break;
                 }

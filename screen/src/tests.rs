@@ -292,7 +292,7 @@ fn the_final_screen_keeps_status_and_last_line_even_when_the_table_is_long() {
     for i in 0..20 {
         s.add(&alloc::format!("bench-{i}"), "tsc", Some(i as f64));
     }
-    con.final_screen(&s, "run complete: status ok", false, "halted");
+    con.final_screen(&s, &[], "run complete: status ok", false, "halted");
     let t = texts(con.grid());
     assert_eq!(
         t[1],
@@ -301,15 +301,22 @@ fn the_final_screen_keeps_status_and_last_line_even_when_the_table_is_long() {
     assert_eq!(t[3], " benchmark    tsc");
     assert_eq!(t[4], " bench-0        0");
     assert_eq!(t[5], " bench-1    1.000");
-    assert_eq!(t[6], " ... 18 more lines: see the serial log");
+    assert_eq!(t[6], " ... 18 more lines: `baremark report` shows them");
     assert_eq!(t[7], "");
     assert_eq!(t[8], " run complete: status ok");
     assert_eq!(t[9], " halted");
 
-    con.final_screen(&Summary::new(), "boom", true, "halted");
+    con.final_screen(
+        &Summary::new(),
+        &["results: on the stick"],
+        "boom",
+        true,
+        "halted",
+    );
     let frame = host::render_expected(con.grid(), l);
     let d = host::decode(&frame).unwrap();
     assert_eq!(d.text(1), " No benchmark results.");
+    assert_eq!(d.text(7), " results: on the stick");
     assert_eq!(d.styles(8), [Style::Fail]);
     assert_eq!(d.styles(9), [Style::Heading]);
 }

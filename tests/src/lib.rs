@@ -542,3 +542,25 @@ pub fn boot_with_screen(
     }
     (outcome, screen)
 }
+
+/// Each `result` record's median per iteration, as the kernel collects it for its final
+/// screen (`screen::median`): the summary the screen must show.
+pub fn screen_summary<'a>(
+    records: impl IntoIterator<Item = &'a Record>,
+) -> baremark_screen::Summary {
+    let mut s = baremark_screen::Summary::new();
+    for r in records.into_iter().filter(|r| r.kind == "result") {
+        let stats = match r.get("per_iteration") {
+            serde_json::Value::Null => r.get("value"),
+            v => v,
+        };
+        let median = stats.get("median").and_then(serde_json::Value::as_f64);
+        let supported = r.get("supported").as_bool() == Some(true);
+        s.add(
+            r.str("bench").unwrap_or(""),
+            r.str("event").unwrap_or(""),
+            median.filter(|_| supported),
+        );
+    }
+    s
+}

@@ -10,7 +10,7 @@ use std::time::Duration;
 use baremark::image::{Firmware, OnEnd, Overhead, RunConfig};
 use baremark::session::{RunOutcome, Verdict};
 use baremark_screen::host::Decoded;
-use baremark_screen::{Console, Layout, PixelFormat, Style, Summary};
+use baremark_screen::{Console, Layout, PixelFormat, Style};
 use baremark_tests::{boot_with_screen, expect_record, suite_config};
 
 /// One QEMU at a time: the tests of this file would otherwise boot three at once.
@@ -28,25 +28,6 @@ fn halting_suite() -> RunConfig {
 /// The final screen is up once its last row says so.
 fn final_screen_drawn(d: &Decoded) -> bool {
     d.text(d.rows.len() - 1) == LAST_LINE
-}
-
-/// Each `result` record's median per iteration, as the kernel collects it for the screen.
-fn summary_from_records(outcome: &RunOutcome) -> Summary {
-    let mut s = Summary::new();
-    for r in outcome.records_of("result") {
-        let stats = match r.get("per_iteration") {
-            serde_json::Value::Null => r.get("value"),
-            v => v,
-        };
-        let median = stats.get("median").and_then(serde_json::Value::as_f64);
-        let supported = r.get("supported").as_bool() == Some(true);
-        s.add(
-            r.str("bench").unwrap(),
-            r.str("event").unwrap(),
-            median.filter(|_| supported),
-        );
-    }
-    s
 }
 
 /// Boots `firmware`, reads the final screen and checks it cell by cell.
@@ -98,11 +79,12 @@ fn check_final_screen(firmware: Firmware, width: usize, height: usize, bpp: u64)
     assert_eq!(decoded.styles(0), [Style::Status]);
 
     // Everything else exactly: the summary of the `result` records, the status, the last line.
-    let summary = summary_from_records(&outcome);
+    let summary = baremark_tests::screen_summary(&outcome.records);
     assert_eq!(summary.benchmarks(), 16, "the default suite's benchmarks");
     let mut expected = Console::new(layout, layout.height * layout.line_bytes()).unwrap();
     expected.final_screen(
         &summary,
+        &[],
         "Status: ok (run complete: status ok)",
         false,
         LAST_LINE.trim_start(),

@@ -86,7 +86,9 @@ fn stick_reproduces_a_serial_run(firmware: Firmware) {
     let (image, place) = build(dir.path(), "stick.img", &config(OnEnd::Halt));
     let before = std::fs::read(&image).unwrap();
 
-    let run = stick::boot(&image, Some(&place), &StickBoot::new(firmware))
+    let mut how = StickBoot::new(firmware);
+    how.screendump = true;
+    let run = stick::boot(&image, Some(&place), &how)
         .unwrap_or_else(|e| panic!("the stick run failed: {e}"));
     eprintln!(
         "{} stick run: {:.1} s, ended by {}",
@@ -124,6 +126,34 @@ fn stick_reproduces_a_serial_run(firmware: Firmware) {
     assert_eq!(file.str("state"), Some("open"), "{}", file.value);
     let outputs = kind("outputs").expect("the outputs record");
     assert_eq!(outputs.value["dropped_bytes"], Value::from(0));
+
+    // The screen, the only thing a user without a serial port sees: every cell decodes, and
+    // the final screen is the summary of the results in the file, where they went, the status.
+    let (frame, decoded) = run
+        .screen
+        .expect("a screendump")
+        .unwrap_or_else(|e| panic!("the final screen: {e}"));
+    eprintln!("the screen:\n{}", decoded.lines().join("\n"));
+    let layout = frame.layout;
+    let mut expected = baremark_screen::Console::new(layout, layout.height * layout.line_bytes())
+        .expect("a console for the screen's layout");
+    let note = format!(
+        "Results: written to BAREMARK/RESULTS.LOG on {} ({} bytes, complete): plug the stick \
+         into a computer and run `baremark report` on it",
+        file.str("disk").expect("the disk written"),
+        header.bytes
+    );
+    expected.final_screen(
+        &baremark_tests::screen_summary(&stick_records),
+        &[&note],
+        "Status: ok (run complete: status ok)",
+        false,
+        "The run is over: the machine is halted and can be powered off.",
+    );
+    let rows = expected.grid().rows();
+    let want: Vec<String> = (1..rows).map(|r| expected.grid().row_text(r)).collect();
+    let got: Vec<String> = (1..rows).map(|r| decoded.text(r)).collect();
+    assert_eq!(got, want, "the final screen");
 
     // The same payloads over the serial port (BIOS, IDE disk), exactly the same results.
     let serial = baremark_tests::boot(

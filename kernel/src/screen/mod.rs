@@ -26,6 +26,8 @@ struct State {
     clock: Option<(u64, u64)>,
     /// Set by [`prepare_end`]: the next flush draws the final screen.
     ending: Option<Ending>,
+    /// Lines for the final screen above the status (where the results went: `outputs`).
+    notes: alloc::vec::Vec<alloc::string::String>,
     cost: Cost,
 }
 
@@ -64,6 +66,7 @@ pub fn init(fb: Option<Framebuffer>) {
                 summary: Summary::new(),
                 clock: None,
                 ending: None,
+                notes: alloc::vec::Vec::new(),
                 cost: Cost::default(),
             });
             Ok(layout)
@@ -139,6 +142,16 @@ pub fn prepare_end(ok: bool, halts: bool) {
     }
 }
 
+/// Lines the final screen shows above the run's status (replacing earlier ones).
+pub fn set_notes(notes: &[&str]) {
+    if let Some(s) = STATE.try_lock().as_mut().and_then(|g| g.as_mut()) {
+        s.notes = notes
+            .iter()
+            .map(|n| alloc::string::String::from(*n))
+            .collect();
+    }
+}
+
 /// Draws what is pending (between payloads and at the end, never inside a measured region).
 /// `status`: the status line's text.
 pub fn flush(status: &str) {
@@ -163,7 +176,9 @@ pub fn flush(status: &str) {
         } else {
             alloc::format!("Status: FAILED ({status})")
         };
-        s.console.final_screen(&s.summary, &what, !end.ok, last);
+        let notes: alloc::vec::Vec<&str> = s.notes.iter().map(|n| n.as_str()).collect();
+        s.console
+            .final_screen(&s.summary, &notes, &what, !end.ok, last);
     }
     let done = s.console.flush(s.buffer);
     let ticks = cpu::rdtsc().wrapping_sub(start);
