@@ -402,6 +402,72 @@ pub fn record_lines(r: &Record) -> Option<String> {
             r.u64("switch_tsc_min")
                 .map_or("unmeasured".to_string(), |t| t.to_string())
         ),
+        "results_file" => {
+            let rejected: Vec<&str> = r
+                .get("rejected")
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .collect();
+            let mut out = match r.str("state") {
+                Some("open") => format!(
+                    "{}results file on {} (sectors {}..{})",
+                    label("stick"),
+                    s(r, "disk"),
+                    r.u64("lba").unwrap_or(0),
+                    r.u64("lba").unwrap_or(0) + r.u64("sectors").unwrap_or(0)
+                ),
+                _ => format!(
+                    "{}no USB stick with this image's results file (disk signature {}): results \
+                     on the serial port only",
+                    label("stick"),
+                    s(r, "disk_signature")
+                ),
+            };
+            for why in rejected {
+                let _ = write!(out, "\n{}not used: {why}", label(""));
+            }
+            out
+        }
+        "outputs" => format!(
+            "{}{} flushes (screen and results file): {} tsc ticks, at most {}{}{}",
+            label("outputs"),
+            r.u64("flushes").unwrap_or(0),
+            r.u64("flush_tsc_total").unwrap_or(0),
+            r.u64("flush_tsc_max").unwrap_or(0),
+            r.u64("results_file_bytes")
+                .map_or(String::new(), |b| format!(
+                    " | results file {b} bytes so far"
+                )),
+            match r.u64("dropped_bytes") {
+                Some(0) | None => String::new(),
+                Some(n) => format!(" | {n} bytes DROPPED"),
+            }
+        ),
+        "usb_note" => format!("{}{}", label("usb"), s(r, "message")),
+        "usb_disk" => format!(
+            "{}{} {} {} on xHCI {} port {} ({} speed): {} blocks of {} bytes | digest {}",
+            label("usb"),
+            s(r, "vendor"),
+            s(r, "product"),
+            s(r, "revision"),
+            s(r, "controller"),
+            r.u64("port").unwrap_or(0),
+            s(r, "speed"),
+            r.u64("blocks").unwrap_or(0),
+            r.u64("block_size").unwrap_or(0),
+            r.str("digest").unwrap_or("none")
+        ),
+        "usb_write" => format!(
+            "{}write test on {}: sectors {}..{} {}{}",
+            label("usb"),
+            s(r, "disk"),
+            r.u64("lba").unwrap_or(0),
+            r.u64("lba").unwrap_or(0) + r.u64("sectors").unwrap_or(0),
+            s(r, "result"),
+            r.str("message").map_or(String::new(), |m| format!(": {m}"))
+        ),
         other => format!("{}{}", label(other), r.value),
     };
     if let Some(v) = r.version().filter(|&v| v != SCHEMA_VERSION) {
@@ -475,6 +541,28 @@ mod tests {
             Line::Record(r) => r,
             Line::Text(t) => panic!("not a record: {t}"),
         }
+    }
+
+    #[test]
+    fn renders_the_stick_records() {
+        let open = rec(
+            r#"{"type":"results_file","v":1,"state":"open","disk":"QEMU QEMU HARDDISK 2.5+ (xHCI 00:02.0 port 1, super speed)","lba":1085,"sectors":4096,"disk_signature":"0x1a2b3c4d","rejected":["xHCI 00:03.0 port 2: disk signature 0x00000001, not 0x1a2b3c4d"],"probe_tsc":5}"#,
+        );
+        assert_eq!(
+            record_lines(&open).unwrap(),
+            "stick    results file on QEMU QEMU HARDDISK 2.5+ (xHCI 00:02.0 port 1, super speed) (sectors 1085..5181)\n         not used: xHCI 00:03.0 port 2: disk signature 0x00000001, not 0x1a2b3c4d"
+        );
+        let missing = rec(
+            r#"{"type":"results_file","v":1,"state":"not-found","disk":null,"lba":1,"sectors":2,"disk_signature":"0x1a2b3c4d","rejected":[],"probe_tsc":5}"#,
+        );
+        assert!(record_lines(&missing).unwrap().contains("serial port only"));
+        let outputs = rec(
+            r#"{"type":"outputs","v":1,"flushes":3,"flush_tsc_total":10,"flush_tsc_max":5,"results_file_bytes":null,"results_file_state":null,"dropped_bytes":7}"#,
+        );
+        assert_eq!(
+            record_lines(&outputs).unwrap(),
+            "outputs  3 flushes (screen and results file): 10 tsc ticks, at most 5 | 7 bytes DROPPED"
+        );
     }
 
     #[test]
