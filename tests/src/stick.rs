@@ -30,6 +30,9 @@ pub struct StickBoot {
     /// Capture the screen (PPM) at the end.
     pub screendump: bool,
     pub timeout: Duration,
+    /// Pull the plug (kill QEMU) as soon as this accepts the stream in the results file so
+    /// far: a machine that dies mid-run.
+    pub power_cut: Option<fn(&[u8]) -> bool>,
 }
 
 impl StickBoot {
@@ -42,6 +45,7 @@ impl StickBoot {
             other_sticks: Vec::new(),
             screendump: false,
             timeout: Duration::from_secs(240),
+            power_cut: None,
         }
     }
 }
@@ -160,7 +164,9 @@ pub fn boot(image: &Path, place: Option<&Place>, how: &StickBoot) -> Result<Stic
         }
     };
     let mut screen = None;
-    if child.try_wait().ok().flatten().is_none() {
+    if ended_by == POWER_CUT {
+        let _ = child.kill();
+    } else if child.try_wait().ok().flatten().is_none() {
         let mut qmp = Qmp::connect(&qmp_path, Duration::from_secs(10))?;
         if how.screendump {
             // The kernel draws its final screen right after the last write to the stick.
@@ -193,6 +199,9 @@ pub fn boot(image: &Path, place: Option<&Place>, how: &StickBoot) -> Result<Stic
     })
 }
 
+/// `StickRun::ended_by` after [`StickBoot::power_cut`].
+pub const POWER_CUT: &str = "power cut";
+
 fn wait(
     child: &mut Child,
     image: &Path,
@@ -209,6 +218,11 @@ fn wait(
             && (h.state == "complete" || h.state == "full")
         {
             return Ok(format!("results file {}", h.state));
+        }
+        if let (Some(cut), Some(p)) = (how.power_cut, place)
+            && cut(&read_stream(image, p))
+        {
+            return Ok(POWER_CUT.into());
         }
         if place.is_none() && how.serial {
             let serial = std::fs::read(serial_path).unwrap_or_default();
@@ -231,6 +245,20 @@ fn wait(
         }
         std::thread::sleep(Duration::from_millis(200));
     }
+}
+
+/// The results file's stream as far as its header counts, read from the image file now.
+pub fn read_stream(image: &Path, place: &Place) -> Vec<u8> {
+    let Some(h) = read_header(image, place) else {
+        return Vec::new();
+    };
+    let Ok(mut f) = std::fs::File::open(image) else {
+        return Vec::new();
+    };
+    let mut bytes = vec![0u8; h.bytes.min((place.sectors - 1) * 512) as usize];
+    let ok =
+        f.seek(SeekFrom::Start((place.lba + 1) * 512)).is_ok() && f.read_exact(&mut bytes).is_ok();
+    if ok { bytes } else { Vec::new() }
 }
 
 /// The results file's header, read from the image file as it is now.

@@ -261,3 +261,63 @@ fn a_stick_with_another_signature_is_not_written() {
         "the IDE disk was written"
     );
 }
+
+/// A machine that dies mid-run keeps everything written before: two benchmarks run, then
+/// `spin` (which only the watchdog would end, 10 s later); the power is cut once the two
+/// benchmarks' records are on the stick, and `report` renders what is there, says the run did
+/// not finish, and exits 3.
+#[test]
+fn a_power_cut_keeps_what_was_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = config(OnEnd::Halt);
+    cfg.payloads.truncate(2);
+    let spin = baremark::payloads::builtin("spin").expect("the spin payload");
+    cfg.payloads.push((spin.name.to_string(), spin.elf.to_vec()));
+    let (image, place) = build(dir.path(), "stick.img", &cfg);
+    let before = std::fs::read(&image).unwrap();
+    let mut how = StickBoot::new(Firmware::Bios);
+    how.power_cut = Some(|stream| {
+        String::from_utf8_lossy(stream)
+            .matches(r#"{"type":"task_exit""#)
+            .count()
+            >= 2
+    });
+    let run = stick::boot(&image, Some(&place), &how).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(run.ended_by, stick::POWER_CUT);
+    let header = run.header.expect("a header");
+    assert_eq!(header.state, "running", "{header:?}");
+
+    let after = std::fs::read(&image).unwrap();
+    let from = place.lba as usize * 512;
+    let to = from + place.sectors as usize * 512;
+    let outside = changed_outside(&before, &after, from, to);
+    assert!(
+        outside.is_empty(),
+        "bytes changed outside the results file: {outside:?}"
+    );
+
+    let out = baremark_tests::baremark_cli()
+        .arg("report")
+        .arg(&image)
+        .output()
+        .expect("running baremark report");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}\n{stdout}");
+    assert!(stderr.contains("state running"), "{stderr}");
+    assert!(stderr.contains("the run did not finish"), "{stderr}");
+    // The benchmarks that ended before the cut are in the table, with their values.
+    let stream = results_stream(&after[from..to], "RESULTS.LOG")
+        .unwrap()
+        .stream;
+    let records = logscan::scan(&stream).runs[0].records.clone();
+    let done: Vec<&str> = records
+        .iter()
+        .filter(|r| r.kind == "task_exit")
+        .filter_map(|r| r.str("task"))
+        .collect();
+    assert!(done.len() >= 2, "{done:?}");
+    for task in done {
+        assert!(stdout.contains(task), "{task} missing from:\n{stdout}");
+    }
+}
