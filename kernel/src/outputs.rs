@@ -176,15 +176,16 @@ fn flush(status: &str, complete: bool) {
     if complete {
         if let Some(Some(open)) = FILE.try_lock().as_deref() {
             set_results_note(alloc::format!(
-                "Results: written to BAREMARK/RESULTS.LOG on {} ({} bytes, {}): plug the \
-                 stick into a computer and run `baremark report` on it",
+                "Results: written to BAREMARK/RESULTS.LOG on {}: {} bytes, {}.\n\
+                 Plug the stick into a computer and run `baremark report` on it.",
                 open.disk.describe(),
                 open.writer.written(),
                 open.writer.state().name()
             ));
         }
         if let Some(note) = RESULTS_NOTE.try_lock().as_deref().and_then(|n| n.clone()) {
-            crate::screen::set_notes(&[&note]);
+            let lines: Vec<&str> = note.lines().collect();
+            crate::screen::set_notes(&lines);
         }
     }
     crate::screen::flush(status);

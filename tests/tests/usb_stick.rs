@@ -138,14 +138,16 @@ fn stick_reproduces_a_serial_run(firmware: Firmware) {
     let mut expected = baremark_screen::Console::new(layout, layout.height * layout.line_bytes())
         .expect("a console for the screen's layout");
     let note = format!(
-        "Results: written to BAREMARK/RESULTS.LOG on {} ({} bytes, complete): plug the stick \
-         into a computer and run `baremark report` on it",
+        "Results: written to BAREMARK/RESULTS.LOG on {}: {} bytes, complete.",
         file.str("disk").expect("the disk written"),
         header.bytes
     );
     expected.final_screen(
         &baremark_tests::screen_summary(&stick_records),
-        &[&note],
+        &[
+            &note,
+            "Plug the stick into a computer and run `baremark report` on it.",
+        ],
         "Status: ok (run complete: status ok)",
         false,
         "The run is over: the machine is halted and can be powered off.",
@@ -272,7 +274,8 @@ fn a_power_cut_keeps_what_was_written() {
     let mut cfg = config(OnEnd::Halt);
     cfg.payloads.truncate(2);
     let spin = baremark::payloads::builtin("spin").expect("the spin payload");
-    cfg.payloads.push((spin.name.to_string(), spin.elf.to_vec()));
+    cfg.payloads
+        .push((spin.name.to_string(), spin.elf.to_vec()));
     let (image, place) = build(dir.path(), "stick.img", &cfg);
     let before = std::fs::read(&image).unwrap();
     let mut how = StickBoot::new(Firmware::Bios);
