@@ -11,6 +11,10 @@
 //! 3. The same PMU, round-robin: one switch with every counter in use (8 GP + 3 fixed), as the
 //!    kernel executes it (the `schedule` record's calibration, wall time = instructions).
 //!
+//! 4. The outputs between payloads: drawing the screen (run 1's `screen_cost`), and drawing plus
+//!    writing the results file on a USB stick (the `core` suite booted from a `--usb` image as
+//!    a stick on QEMU's xHCI, no serial port; its `outputs` record, read from the stick).
+//!
 //! Each row prints the figure, its target and whether it is met. Prints figures; judges
 //! nothing (the exit status only says whether the runs themselves worked).
 //!
@@ -73,6 +77,39 @@ fn check(what: &str, outcome: &RunOutcome) {
     }
 }
 
+/// Boots the `core` suite from a `--usb` image as a USB stick (no serial port, `-icount
+/// shift=0`) and returns the `outputs` record the kernel wrote into the stick's results file.
+fn stick_outputs() -> Option<baremark::records::Record> {
+    let dir = tempfile::tempdir().ok()?;
+    let image = dir.path().join("stick.img");
+    let mut cfg = config(&[], None, 0);
+    cfg.on_end = baremark::image::OnEnd::Halt;
+    cfg.payloads = baremark::payloads::suite_payloads("core")
+        .ok()?
+        .iter()
+        .map(|p| (p.name.to_string(), p.elf.to_vec()))
+        .collect();
+    let place = match baremark::image::build_usb_image(&cfg, &image, Some(2)) {
+        Ok(Some(place)) => place,
+        other => {
+            eprintln!("harness-costs: building the stick image failed: {other:?}");
+            return None;
+        }
+    };
+    if let Err(e) = baremark_tests::stick::boot(
+        &image,
+        Some(&place),
+        &baremark_tests::stick::StickBoot::new(Firmware::Bios),
+    ) {
+        eprintln!("harness-costs: the stick run failed: {e}");
+        return None;
+    }
+    let stream = baremark_tests::stick::read_stream(&image, &place);
+    baremark::records::records_of_log(&String::from_utf8_lossy(&stream))
+        .into_iter()
+        .find(|r| r.kind == "outputs")
+}
+
 struct Row {
     what: String,
     value: Option<f64>,
@@ -133,6 +170,10 @@ fn main() {
             format!("{gp} GP + {fixed} fixed")
         })
         .unwrap_or_else(|| "?".into());
+
+    // 4. A stick run: the `outputs` record from the results file.
+    let stick_outputs = stick_outputs();
+    let screen_cost = tsc.record("screen_cost");
 
     let mut rows = vec![
         Row {
@@ -204,6 +245,39 @@ fn main() {
         Row {
             what: "switch, virtual TSC only, kernel round trip (wall)".into(),
             value: schedule.and_then(|r| r.get("switch_wall_tsc").as_f64()),
+            before: "not measured",
+            target: None,
+        },
+        Row {
+            what: format!(
+                "screen, one flush between payloads (max of {})",
+                screen_cost
+                    .and_then(|r| r.u64("flushes"))
+                    .map_or("?".into(), |n| n.to_string())
+            ),
+            value: screen_cost.and_then(|r| r.get("tsc_max").as_f64()),
+            before: "not measured",
+            target: None,
+        },
+        Row {
+            what: "screen, all flushes of a 4-payload run".into(),
+            value: screen_cost.and_then(|r| r.get("tsc_total").as_f64()),
+            before: "not measured",
+            target: None,
+        },
+        Row {
+            what: "stick run (core suite): screen + results file, all flushes".into(),
+            value: stick_outputs
+                .as_ref()
+                .and_then(|r| r.get("flush_tsc_total").as_f64()),
+            before: "not measured",
+            target: None,
+        },
+        Row {
+            what: "stick run (core suite): screen + results file, max flush".into(),
+            value: stick_outputs
+                .as_ref()
+                .and_then(|r| r.get("flush_tsc_max").as_f64()),
             before: "not measured",
             target: None,
         },
