@@ -67,8 +67,8 @@ pub struct StickRun {
 }
 
 /// Boots `image` (with its results file at `place`, if any) and waits for the end of the run:
-/// the header's state `complete`/`full`, QEMU's exit, or (with a serial port and no results
-/// file) the `end` record. Errors say what was seen by then.
+/// the header's state `complete`/`full`, QEMU's exit, or (with a serial port) the `end`
+/// record. Errors say what was seen by then.
 pub fn boot(image: &Path, place: Option<&Place>, how: &StickBoot) -> Result<StickRun, String> {
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
     let qmp_path = dir.path().join("qmp.sock");
@@ -224,7 +224,7 @@ fn wait(
         {
             return Ok(POWER_CUT.into());
         }
-        if place.is_none() && how.serial {
+        if how.serial {
             let serial = std::fs::read(serial_path).unwrap_or_default();
             if String::from_utf8_lossy(&serial).contains(r#"{"type":"end""#) {
                 // The end record is the last thing on the line; give the kernel a moment to

@@ -222,7 +222,7 @@ fn uefi_stick_without_serial_reproduces_the_serial_run() {
 #[test]
 fn a_stick_with_another_signature_is_not_written() {
     let dir = tempfile::tempdir().unwrap();
-    let mut cfg = config(OnEnd::QemuExit);
+    let mut cfg = config(OnEnd::Halt);
     cfg.payloads.truncate(1);
     let (a, a_place) = build(dir.path(), "a.img", &cfg);
     let (b, _) = build(dir.path(), "b.img", &cfg);
@@ -232,7 +232,21 @@ fn a_stick_with_another_signature_is_not_written() {
     how.serial = true;
     how.image_on_usb = false;
     how.other_sticks = vec![b.clone()];
+    how.screendump = true;
     let run = stick::boot(&a, Some(&a_place), &how).unwrap_or_else(|e| panic!("{e}"));
+    // The screen says where the results are not.
+    let (_, screen) = run
+        .screen
+        .expect("a screendump")
+        .unwrap_or_else(|e| panic!("the final screen: {e}"));
+    let lines = screen.lines();
+    assert!(
+        lines.iter().any(|l| l
+            == " Results: on the serial port only: no USB stick with this image's results file \
+                 was found (the run's log says why)"),
+        "{}",
+        lines.join("\n")
+    );
     let serial = run.serial.expect("serial");
     let scan = logscan::scan(&serial);
     let records = &scan.runs[0].records;
