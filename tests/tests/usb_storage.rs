@@ -4,10 +4,9 @@
 //! both found, a machine without xHCI says so, and the kernel boots from a USB stick (the
 //! firmware's USB driver has used the controller first).
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+
+use std::time::Duration;
 
 use baremark::image::{Firmware, RunConfig};
 use baremark::qemu::{Accel, QemuOptions};
@@ -246,78 +245,17 @@ fn a_machine_without_xhci_says_so_and_ends_ok() {
     );
 }
 
-/// Boots `image` from a USB stick alone (no other disk) and returns the serial stream's
-/// records and QEMU's exit status.
-fn boot_from_stick(firmware: Firmware, image: &Path, scratch: &Path) -> (Vec<Record>, String) {
-    let qemu = baremark::qemu::qemu_binary().unwrap();
-    let mut cmd = Command::new(qemu);
-    cmd.args(["-accel", "tcg", "-cpu", "max,phys-bits=39", "-m", "256"]);
-    if firmware == Firmware::Uefi {
-        match baremark::qemu::find_ovmf().unwrap() {
-            baremark::qemu::Ovmf::Combined(p) => {
-                cmd.arg("-bios").arg(p);
-            }
-            baremark::qemu::Ovmf::Split { code, vars } => {
-                let copy = scratch.join("vars.fd");
-                std::fs::copy(vars, &copy).unwrap();
-                cmd.arg("-drive").arg(format!(
-                    "if=pflash,format=raw,readonly=on,file={}",
-                    code.display()
-                ));
-                cmd.arg("-drive")
-                    .arg(format!("if=pflash,format=raw,file={}", copy.display()));
-            }
-        }
-    }
-    cmd.args(["-device", "qemu-xhci,id=xhci", "-drive"])
-        .arg(format!(
-            "if=none,id=stick,format=raw,file={}",
-            image.display()
-        ))
-        .args([
-            "-device",
-            "usb-storage,bus=xhci.0,drive=stick,bootindex=0",
-            "-device",
-            "isa-debug-exit,iobase=0xf4,iosize=0x04",
-            "-serial",
-            "stdio",
-            "-display",
-            "none",
-            "-monitor",
-            "none",
-            "-nodefaults",
-            "-vga",
-            "std",
-            "-nic",
-            "none",
-            "-no-reboot",
-        ])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = cmd.spawn().unwrap();
-    let mut out = child.stdout.take().unwrap();
-    let reader = std::thread::spawn(move || {
-        let mut s = Vec::new();
-        let _ = out.read_to_end(&mut s);
-        s
-    });
-    let deadline = Instant::now() + Duration::from_secs(240);
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break format!("{s}");
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            break String::from("timed out");
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    };
-    let text = String::from_utf8_lossy(&reader.join().unwrap()).into_owned();
+/// Boots `image` from a USB stick alone (no other disk; the shared stick harness, with a
+/// serial port) and returns the serial stream's records and a description for messages.
+fn boot_from_stick(firmware: Firmware, image: &Path) -> (Vec<Record>, String) {
+    let mut how = baremark_tests::stick::StickBoot::new(firmware);
+    how.serial = true;
+    how.icount = None;
+    let run = baremark_tests::stick::boot(image, None, &how).unwrap_or_else(|e| panic!("{e}"));
+    let text = String::from_utf8_lossy(&run.serial.unwrap_or_default()).into_owned();
     (
         baremark::records::records_of_log(&text),
-        format!("{status}\n{text}"),
+        format!("{}\n{text}", run.ended_by),
     )
 }
 
@@ -332,7 +270,7 @@ fn boots_from_a_stick(firmware: Firmware) {
     baremark::image::build_image(firmware, &config, &image).unwrap();
     let size = std::fs::metadata(&image).unwrap().len();
     let head = std::fs::read(&image).unwrap();
-    let (records, log) = boot_from_stick(firmware, &image, dir.path());
+    let (records, log) = boot_from_stick(firmware, &image);
     let end = records.iter().find(|r| r.kind == "end");
     assert_eq!(
         end.and_then(|r| r.str("status")),
