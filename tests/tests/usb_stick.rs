@@ -70,13 +70,22 @@ fn records_of(stream: &[u8]) -> Vec<baremark::records::Record> {
     scan.runs[0].records.clone()
 }
 
-/// Bytes of `a` and `b` that differ outside `[from, to)`.
-fn changed_outside(a: &[u8], b: &[u8], from: usize, to: usize) -> Vec<usize> {
-    assert_eq!(a.len(), b.len(), "the image changed size");
-    (0..a.len())
-        .filter(|&i| (i < from || i >= to) && a[i] != b[i])
+/// Checks that no byte of `image` outside the results file differs from `before`; returns the
+/// image now and the file's byte range in it.
+fn only_the_file_changed(before: &[u8], image: &Path, place: &Place) -> (Vec<u8>, usize, usize) {
+    let after = std::fs::read(image).unwrap();
+    assert_eq!(before.len(), after.len(), "the image changed size");
+    let from = place.lba as usize * 512;
+    let to = from + place.sectors as usize * 512;
+    let outside: Vec<usize> = (0..after.len())
+        .filter(|&i| (i < from || i >= to) && before[i] != after[i])
         .take(10)
-        .collect()
+        .collect();
+    assert!(
+        outside.is_empty(),
+        "bytes changed outside the results file: {outside:?}"
+    );
+    (after, from, to)
 }
 
 /// Boots the stick under `firmware` without a serial port and checks the results file
@@ -100,14 +109,7 @@ fn stick_reproduces_a_serial_run(firmware: Firmware) {
     assert_eq!(header.state, "complete", "{header:?}");
 
     // Nothing outside the results file changed.
-    let after = std::fs::read(&image).unwrap();
-    let from = place.lba as usize * 512;
-    let to = from + place.sectors as usize * 512;
-    let outside = changed_outside(&before, &after, from, to);
-    assert!(
-        outside.is_empty(),
-        "bytes changed outside the results file: {outside:?}"
-    );
+    let (after, from, to) = only_the_file_changed(&before, &image, &place);
 
     // The stream is a whole run that ended ok, found its stick, and lost nothing.
     let input = results_stream(&after[from..to], "RESULTS.LOG").unwrap();
@@ -304,14 +306,7 @@ fn a_power_cut_keeps_what_was_written() {
     let header = run.header.expect("a header");
     assert_eq!(header.state, "running", "{header:?}");
 
-    let after = std::fs::read(&image).unwrap();
-    let from = place.lba as usize * 512;
-    let to = from + place.sectors as usize * 512;
-    let outside = changed_outside(&before, &after, from, to);
-    assert!(
-        outside.is_empty(),
-        "bytes changed outside the results file: {outside:?}"
-    );
+    let (after, from, to) = only_the_file_changed(&before, &image, &place);
 
     let out = baremark_tests::baremark_cli()
         .arg("report")
