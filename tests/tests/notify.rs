@@ -54,10 +54,15 @@ fn boot(model: PmuModel, extra: &[&str]) -> RunOutcome {
 
 /// The parent's `report` values (task_index 0).
 fn reported(outcome: &RunOutcome) -> BTreeMap<String, String> {
+    reported_by(outcome, 0)
+}
+
+/// The `report` values of the task with `task_index` `index`.
+fn reported_by(outcome: &RunOutcome, index: u64) -> BTreeMap<String, String> {
     let mut values = BTreeMap::new();
     for r in outcome
         .records_of("report")
-        .filter(|r| r.u64("task_index") == Some(0))
+        .filter(|r| r.u64("task_index") == Some(index))
     {
         for (k, v) in r.get("values").as_object().expect("key=value report") {
             values.insert(k.clone(), v.as_str().unwrap().to_string());
@@ -147,4 +152,60 @@ fn a_payload_not_allowed_counters_gets_eperm() {
     let outcome = boot(PmuModel::IntelV5, &["counters = someone-else"]);
     let v = reported(&outcome);
     assert_eq!(v["configure"], "-12", "{v:?}");
+}
+
+/// run.cfg `sample`: every task records its RIP every 1000 `instructions:u` (Intel: event 0xC0,
+/// USR): `profile_samples` records whose RIPs are the payload's code, a `profile_summary` that
+/// counts them all with none lost, and a payload that asks for counters of its own gets `EBUSY`
+/// and goes on.
+#[test]
+fn sampling_records_every_period() {
+    let mut cfg = config(&["sample = 0x100c0@1000"]);
+    cfg.payloads = ["loop2000", "notify"]
+        .iter()
+        .map(|&n| (n.to_string(), builtin(n).expect("built-in").elf.to_vec()))
+        .collect();
+    let outcome = boot_emulated(
+        Firmware::Bios,
+        cfg,
+        Duration::from_secs(180),
+        PmuModel::IntelV5,
+    );
+    assert_eq!(
+        outcome.verdict(),
+        Verdict::Success,
+        "{}",
+        outcome.tail_text()
+    );
+    let rips: Vec<u64> = outcome
+        .records_of("profile_samples")
+        .filter(|r| r.u64("task_index") == Some(0))
+        .flat_map(|r| {
+            assert_eq!(r.str("event"), Some("0x100c0"), "{}", r.value);
+            assert_eq!(r.u64("period"), Some(1000), "{}", r.value);
+            r.get("rips")
+                .as_array()
+                .expect("rips")
+                .iter()
+                .map(|v| v.as_u64().expect("a RIP"))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let summary = outcome
+        .records_of("profile_summary")
+        .find(|r| r.u64("task_index") == Some(0))
+        .unwrap_or_else(|| panic!("no profile_summary: {}", outcome.tail_text()));
+    assert_eq!(summary.u64("samples"), Some(rips.len() as u64));
+    assert_eq!(summary.u64("lost"), Some(0));
+    // loop2000 runs 8000 instructions in its loop alone.
+    assert!(rips.len() >= 8, "{} samples", rips.len());
+    assert!(
+        rips.iter()
+            .all(|&rip| (0x40_0000..0x50_0000).contains(&rip)),
+        "{rips:x?}"
+    );
+    // The sampled `notify` payload cannot configure counters of its own: EBUSY, and it goes on.
+    let v = reported_by(&outcome, 1);
+    assert_eq!(v["configure"], EBUSY, "{v:?}");
+    assert!(outcome.records_of("profile_summary").count() >= 2);
 }
