@@ -36,6 +36,10 @@ fn main() {
             "BAREMARK_PAYLOAD_NOTIFY_ELF",
         ),
         (
+            "CARGO_BIN_FILE_BAREMARK_PAYLOAD_RDPMC_mux",
+            "BAREMARK_PAYLOAD_MUX_ELF",
+        ),
+        (
             "CARGO_BIN_FILE_BAREMARK_PAYLOAD_SPIN_spin",
             "BAREMARK_PAYLOAD_SPIN_ELF",
         ),

@@ -38,6 +38,11 @@ pub static BUILTIN: &[Payload] = &[
         name: "notify",
         elf: include_bytes!(env!("BAREMARK_PAYLOAD_NOTIFY_ELF")),
     },
+    // Test payload: 8 events time-multiplexed, then each alone.
+    Payload {
+        name: "mux",
+        elf: include_bytes!(env!("BAREMARK_PAYLOAD_MUX_ELF")),
+    },
     // Test payload: loops forever without a system call (only the watchdog ends it).
     Payload {
         name: "spin",

@@ -123,7 +123,13 @@ pub struct RunConfig {
     /// Which payloads may program counters (`counters = all | none | NAME,NAME`): the others
     /// get `EPERM`.
     pub counters: CounterPermission,
+    /// A multiplexed configuration's group turn, in microseconds of the task's virtual TSC
+    /// (`mux_interval_us`).
+    pub mux_interval_us: u32,
 }
+
+/// The default `mux_interval_us` (perf rotates every 4 ms on a 250 Hz kernel; 1 ms here).
+pub const MUX_INTERVAL_US_DEFAULT: u32 = 1000;
 
 /// One sampled event of run.cfg `sample`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -250,6 +256,7 @@ impl Default for RunConfig {
             results_file: None,
             sample: Vec::new(),
             counters: CounterPermission::All,
+            mux_interval_us: MUX_INTERVAL_US_DEFAULT,
         }
     }
 }
@@ -375,7 +382,7 @@ pub fn parse<'a>(text: &'a str, report: &mut dyn FnMut(ConfigError<'a>)) -> RunC
         source: ConfigSource::Ramdisk,
         ..RunConfig::default()
     };
-    let mut seen = [false; 19];
+    let mut seen = [false; 20];
     // The results file's three keys, checked together after the last line.
     let mut results_place: Option<(u64, u64)> = None;
     let mut disk_signature: Option<u32> = None;
@@ -412,6 +419,7 @@ pub fn parse<'a>(text: &'a str, report: &mut dyn FnMut(ConfigError<'a>)) -> RunC
             "results_id" => 16,
             "sample" => 17,
             "counters" => 18,
+            "mux_interval_us" => 19,
             _ => {
                 report(ConfigError::UnknownKey { line, key });
                 continue;
@@ -517,6 +525,10 @@ pub fn parse<'a>(text: &'a str, report: &mut dyn FnMut(ConfigError<'a>)) -> RunC
                     "WORD@PERIOD[,WORD@PERIOD...]: a 0x-hex counters_configure entry and 1 to \
                      2147483647 events, at most 8",
                 )),
+            },
+            19 => match value.parse::<u32>() {
+                Ok(us) if (10..=QUANTUM_US_MAX).contains(&us) => config.mux_interval_us = us,
+                _ => report(bad("microseconds, 10 to 1000000")),
             },
             18 => match parse_permission(value) {
                 Some(p) => config.counters = p,

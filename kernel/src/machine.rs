@@ -149,6 +149,8 @@ pub fn run(boot_info: &'static mut BootInfo) -> ! {
     crate::task::run::set_policy(crate::task::run::Policy {
         sample: config.sample.clone(),
         counters: config.counters.clone(),
+        mux_interval_us: config.mux_interval_us,
+        timer_hz: apic.timer_hz,
     });
     let frames_before = baremark_hw::paging::frame_stats();
     if config.canary {

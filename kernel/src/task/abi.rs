@@ -31,7 +31,11 @@ pub mod nr {
     pub const COUNTERS_NOTIFY: u64 = 20;
     pub const COUNTERS_THRESHOLD: u64 = 21;
     pub const NOTIFY_RETURN: u64 = 22;
+    pub const COUNTERS_READ_SCALED: u64 = 23;
 }
+
+/// `counters_configure` flag (RDX): more GP events than GP counters are time-multiplexed.
+pub const CONFIGURE_MULTIPLEX: u64 = 1;
 
 /// A bad argument.
 pub const EINVAL: i64 = -1;
@@ -241,14 +245,24 @@ pub fn parse_report(text: &str) -> Option<Vec<(&str, &str)>> {
 /// The `counters_read` buffer: `{generation, tsc, n, values[n]}`, little-endian u64s. `Err` with
 /// [`ENOSPC`] if `len` bytes cannot hold it.
 pub fn counters_read_buffer(values: &Values, len: u64) -> Result<Vec<u8>, i64> {
-    let counters = values.counters();
+    counters_buffer(values.generation, values.tsc, values.counters(), len)
+}
+
+/// The `counters_read` buffer `{generation, tsc, n, values[n]}`, or `ENOSPC` if `len` is too
+/// small for it.
+pub fn counters_buffer(
+    generation: u64,
+    tsc: u64,
+    counters: &[u64],
+    len: u64,
+) -> Result<Vec<u8>, i64> {
     let need = 8 * (3 + counters.len() as u64);
     if len < need {
         return Err(ENOSPC);
     }
     let mut out = Vec::with_capacity(need as usize);
-    out.extend_from_slice(&values.generation.to_le_bytes());
-    out.extend_from_slice(&values.tsc.to_le_bytes());
+    out.extend_from_slice(&generation.to_le_bytes());
+    out.extend_from_slice(&tsc.to_le_bytes());
     out.extend_from_slice(&(counters.len() as u64).to_le_bytes());
     for v in counters {
         out.extend_from_slice(&v.to_le_bytes());

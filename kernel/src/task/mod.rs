@@ -9,6 +9,8 @@
 //!   (wired into `run`);
 //! - `hwswitch`: the fast switch of a task's hardware counters (save and restore from MSR lists
 //!   the backend made once), host-tested on the simulated PMU;
+//! - `mux`: time-multiplexing of more events than counters (groups, raw / running / enabled,
+//!   perf's scaling);
 //! - `threshold`: overflow thresholds of counter slots (when a notification or sample is due,
 //!   the raw value that arms the counter) and the sample buffer;
 //! - `abi`: syscall numbers, error codes, fixed user addresses, the pure parts of the syscalls;
@@ -23,6 +25,7 @@ pub mod abi;
 pub mod elf;
 pub mod hwslots;
 pub mod hwswitch;
+pub mod mux;
 #[cfg(target_os = "none")]
 pub mod ring3;
 #[cfg(target_os = "none")]

@@ -73,6 +73,7 @@ use crate::say;
 use crate::traps;
 
 mod hw;
+mod mux;
 mod notify;
 mod syscalls;
 
@@ -661,10 +662,10 @@ fn load(task: Task, bytes: &[u8]) -> Result<(LoadPlan, AddressSpace), LoadError>
 /// for it (the parent is not scheduled until the child ends), and a child never waited for runs
 /// when its parent ends (in spawn order). With a `budget`, the watchdog guards each task.
 fn run_family(root: Running, budget: Option<Budget>, summary: &mut Summary) {
+    // Interrupts stay off in the kernel: a timer (the watchdog's, a multiplexed group's turn)
+    // is only ever taken in ring 3.
     let interrupts_were_on = hwcpu::interrupts_enabled();
-    if budget.is_some() {
-        hwcpu::disable_interrupts();
-    }
+    hwcpu::disable_interrupts();
     let mut stack: Vec<Running> = alloc::vec![root];
     while let Some(t) = stack.last_mut() {
         if let Some(id) = t.blocked_on {
@@ -678,10 +679,7 @@ fn run_family(root: Running, budget: Option<Budget>, summary: &mut Summary) {
             t.blocked_on = None;
             t.ctx.rax = ENOENT as u64;
         }
-        let ended = match budget {
-            Some(b) => t.run_watched(b),
-            None => t.run_alone(),
-        };
+        let ended = t.run_watched(budget);
         let Some(ended) = ended else {
             continue; // waiting for a child: run it next
         };
@@ -702,7 +700,7 @@ fn run_family(root: Running, budget: Option<Budget>, summary: &mut Summary) {
             stack.push(orphan);
         }
     }
-    if budget.is_some() && interrupts_were_on {
+    if interrupts_were_on {
         hwcpu::enable_interrupts();
     }
 }
@@ -815,6 +813,8 @@ struct Running {
     vector: VectorState,
     /// Its overflow thresholds, handler and samples (`notify`).
     notify: notify::Notify,
+    /// Its events in groups taking turns on the counters (`mux`; `None`: not multiplexed).
+    mux: Option<Box<super::mux::Mux>>,
 }
 
 /// What the counter page's slots depend on: when it changes, the page is written whole.
@@ -864,6 +864,7 @@ impl Drop for Running {
             harness_error(self.task, Some(&b.name), &message);
         }
         self.finish_sampling();
+        self.report_mux();
         self.release_hw();
     }
 }
@@ -943,6 +944,7 @@ impl Running {
             bench_counters_refused: false,
             vector: VectorState::new(),
             notify: notify::Notify::default(),
+            mux: None,
         }
     }
 
@@ -959,33 +961,50 @@ impl Running {
         Running::new(task, space, plan.entry, tsc_hz)
     }
 
-    /// Runs the task until it ends (`Some`) or waits for a child (`None`).
-    fn run_alone(&mut self) -> Option<Ended> {
-        loop {
-            match self.step() {
-                Step::Ended(ended) => return Some(ended),
-                Step::Blocked => return None,
-                _ => {}
-            }
-        }
-    }
-
     /// Runs the task until it ends or the watchdog kills it: the APIC timer (one shot) is armed
-    /// for the rest of its budget while it runs, and each time it fires the budget is checked
-    /// (the timer and TSC frequencies are estimates: an early interrupt re-arms for the rest).
+    /// for the rest of its budget while it runs (or the end of its multiplexed group's turn, if
+    /// earlier), and each time it fires the budget is checked (the timer and TSC frequencies
+    /// are estimates: an early interrupt re-arms for the rest). Without a budget and without
+    /// multiplexing no timer is armed.
     /// The caller keeps interrupts off in the kernel, so the timer is only taken in ring 3.
     /// Returns `None` when the task waits for a child. Interrupts must be off.
-    fn run_watched(&mut self, b: Budget) -> Option<Ended> {
+    fn run_watched(&mut self, budget: Option<Budget>) -> Option<Ended> {
         loop {
             let left = self.remaining_budget().unwrap_or(u64::MAX);
             if left == 0 {
                 self.report_killed();
                 return Some(Ended::Killed);
             }
-            arm_timer(timer_count(left, b.timer_hz, b.tsc_hz));
+            // The earlier of the budget's end and the active group's turn (multiplexing).
+            let clock = budget
+                .map(|b| (b.timer_hz, b.tsc_hz))
+                .or_else(|| Some((notify::timer_hz()?, self.tsc_hz?)));
+            let until = left.min(self.mux_left().unwrap_or(u64::MAX));
+            let timed = match clock {
+                Some((timer_hz, tsc_hz)) if until != u64::MAX => {
+                    arm_timer(timer_count(until, timer_hz, tsc_hz));
+                    true
+                }
+                _ => false,
+            };
+            if !timed {
+                // Nothing to time: no timer interrupt at all (until the task multiplexes).
+                loop {
+                    match self.step() {
+                        Step::Ended(ended) => return Some(ended),
+                        Step::Blocked => return None,
+                        _ if self.mux.is_some() => break,
+                        _ => {}
+                    }
+                }
+                continue;
+            }
+            // Armed without a group's turn in view: a task that starts multiplexing meanwhile
+            // gets the timer re-armed for it.
+            let armed_for_mux = self.mux.is_some();
             let outcome = loop {
                 match self.step() {
-                    Step::Continue => {}
+                    Step::Continue if self.mux.is_some() == armed_for_mux => {}
                     other => break other,
                 }
             };
@@ -1048,6 +1067,8 @@ impl Running {
     /// Runs the task in ring 3 once and serves what brought it back.
     fn step(&mut self) -> Step {
         let task = self.task;
+        // A multiplexed configuration's next group, when the active one has had its turn.
+        self.rotate_if_due();
         // Thresholds reached in the last run: sampled, or the task goes to its handler.
         self.deliver_due();
         match self.enter() {

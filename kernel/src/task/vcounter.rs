@@ -352,6 +352,18 @@ impl VirtualCounters {
         Ok(())
     }
 
+    /// Replaces the slots as [`configure`](Self::configure) does (every slot's count zero),
+    /// but keeps the virtual TSC and the generation: time-multiplexing loads the next group of
+    /// a configuration, whose counts the caller keeps (`task::mux`). The task must be switched
+    /// out.
+    pub fn regroup(&mut self, slots: &[(Counter, u8)]) -> Result<(), VcError> {
+        let (tsc, generation) = (self.tsc, self.generation);
+        self.configure(slots)?;
+        self.tsc = tsc;
+        self.generation = generation;
+        Ok(())
+    }
+
     /// Zeroes every count and the virtual TSC, keeping the configuration; bumps the generation.
     /// The task must be switched out (a reset while running would need fresh readings: the
     /// scheduler suspends, resets, resumes).
@@ -741,6 +753,22 @@ mod tests {
         vc.resume(&[0, 0], 0).unwrap();
         assert_eq!(vc.configure(&[]), Err(VcError::Running));
         assert_eq!(vc.reset(), Err(VcError::Running));
+    }
+
+    #[test]
+    fn regroup_keeps_the_virtual_tsc_and_generation() {
+        let mut vc = VirtualCounters::new();
+        vc.configure(&[(Counter::Gp(0), 48)]).unwrap();
+        vc.resume(&[100], 1000).unwrap();
+        vc.suspend(&[150], 1600).unwrap();
+        assert_eq!(vc.values().get(0), Some(50));
+        vc.regroup(&[(Counter::Gp(0), 48), (Counter::Gp(1), 48)])
+            .unwrap();
+        assert_eq!(vc.generation(), 1);
+        assert_eq!(vc.values().tsc, 600);
+        assert_eq!(vc.values().counters(), &[0, 0]);
+        vc.resume(&[7, 9], 2000).unwrap();
+        assert_eq!(vc.regroup(&[]), Err(VcError::Running));
     }
 
     #[test]

@@ -50,6 +50,31 @@ pub mod nr {
     pub const COUNTERS_NOTIFY: u64 = 20;
     pub const COUNTERS_THRESHOLD: u64 = 21;
     pub const NOTIFY_RETURN: u64 = 22;
+    pub const COUNTERS_READ_SCALED: u64 = 23;
+}
+
+/// `counters_configure` flag: more GP events than GP counters take turns on the counters
+/// (time-multiplexed; docs/syscall-abi.md "Multiplexing").
+pub const CONFIGURE_MULTIPLEX: u64 = 1;
+
+/// One event of [`counters_read_scaled`](crate::counters_read_scaled): what it counted while on
+/// a counter, and for how long of the time it was enabled (virtual TSC ticks).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Scaled {
+    pub raw: u64,
+    pub enabled: u64,
+    pub running: u64,
+}
+
+impl Scaled {
+    /// perf's estimate of the full count, `raw * enabled / running`; `None` if it never ran.
+    pub fn estimate(&self) -> Option<u64> {
+        if self.running == 0 {
+            return None;
+        }
+        let v = u128::from(self.raw) * u128::from(self.enabled) / u128::from(self.running);
+        Some(u64::try_from(v).unwrap_or(u64::MAX))
+    }
 }
 
 /// A syscall error (the negative result codes of docs/syscall-abi.md).

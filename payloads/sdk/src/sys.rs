@@ -221,6 +221,42 @@ pub mod notify {
     }
 }
 
+/// `counters_configure` with [`CONFIGURE_MULTIPLEX`](crate::CONFIGURE_MULTIPLEX): more GP
+/// events than counters take turns (docs/syscall-abi.md "Multiplexing"); read them with
+/// [`counters_read`] (raw counts) or [`counters_read_scaled`].
+pub fn counters_configure_multiplexed(events: &[u64]) -> Result<u64, Error> {
+    Error::check(syscall3(
+        nr::COUNTERS_CONFIGURE,
+        events.as_ptr() as u64,
+        events.len() as u64,
+        crate::CONFIGURE_MULTIPLEX,
+    ))
+}
+
+/// `counters_read_scaled`: every event's raw count, enabled and running time (into `out`);
+/// returns how many events there are.
+pub fn counters_read_scaled(out: &mut [crate::Scaled]) -> Result<usize, Error> {
+    let mut buf = [0u64; 3 + 3 * 16];
+    let n = Error::check(syscall3(
+        nr::COUNTERS_READ_SCALED,
+        buf.as_mut_ptr() as u64,
+        (buf.len() * 8) as u64,
+        0,
+    ))? as usize;
+    if out.len() < n {
+        return Err(Error::NoSpace);
+    }
+    for (i, s) in out.iter_mut().take(n).enumerate() {
+        let w = &buf[3 + 3 * i..3 + 3 * i + 3];
+        *s = crate::Scaled {
+            raw: w[0],
+            enabled: w[1],
+            running: w[2],
+        };
+    }
+    Ok(n)
+}
+
 /// `spawn` flag: add the child's counts (and virtual TSC) into the caller's when it ends.
 pub const SPAWN_ADD_CHILD: u64 = 1;
 

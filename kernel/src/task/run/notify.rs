@@ -41,6 +41,10 @@ use crate::say;
 pub struct Policy {
     pub sample: Vec<SampleSpec>,
     pub counters: CounterPermission,
+    /// A multiplexed configuration's group turn (run.cfg `mux_interval_us`).
+    pub mux_interval_us: u32,
+    /// The APIC timer frequency (the timer that ends a group's turn), if known.
+    pub timer_hz: Option<u64>,
 }
 
 static POLICY: spin::RwLock<Option<Policy>> = spin::RwLock::new(None);
@@ -48,6 +52,21 @@ static POLICY: spin::RwLock<Option<Policy>> = spin::RwLock::new(None);
 /// Sets the run's counter policy (before the payloads run).
 pub fn set_policy(policy: Policy) {
     *POLICY.write() = Some(policy);
+}
+
+/// run.cfg `mux_interval_us` (its default before the policy is set).
+pub(super) fn mux_interval_us() -> u32 {
+    POLICY
+        .read()
+        .as_ref()
+        .map_or(crate::config::MUX_INTERVAL_US_DEFAULT, |p| {
+            p.mux_interval_us
+        })
+}
+
+/// The APIC timer frequency, if known.
+pub(super) fn timer_hz() -> Option<u64> {
+    POLICY.read().as_ref().and_then(|p| p.timer_hz)
 }
 
 fn sampled_events() -> Vec<SampleSpec> {
@@ -181,7 +200,7 @@ impl Running {
             });
             say!("sample {}: not sampled: {why}", self.task.name);
             if code >= 0 {
-                let _ = self.configure(0, 0);
+                let _ = self.configure(0, 0, 0);
             }
             return;
         }
@@ -256,6 +275,10 @@ impl Running {
         }
         if self.hw_lost.is_some() {
             return ECOUNTERS;
+        }
+        // A group's counter is not the event's count: no thresholds while multiplexed.
+        if self.mux.is_some() {
+            return EINVAL;
         }
         let slot = slot as usize;
         if slot >= self.hw.len() || self.hw_switch.is_none() {

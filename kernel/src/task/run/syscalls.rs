@@ -11,8 +11,9 @@ use core::sync::atomic::Ordering;
 use baremark_hw::cpu as hwcpu;
 
 use super::super::abi::{
-    EABORTED, EBUSY, ECOUNTERS, EFAULT, EINVAL, ELIMIT, ENOENT, ENOMEM, ENOSPC, ENOSYS, NAME_MAX,
-    REPORT_MAX, SPAWN_ADD_CHILD, USER_PAGE_ADDR, VIRTUAL_TSC_INDEX, nr, spawn_limit,
+    CONFIGURE_MULTIPLEX, EABORTED, EBUSY, ECOUNTERS, EFAULT, EINVAL, ELIMIT, ENOENT, ENOMEM,
+    ENOSPC, ENOSYS, NAME_MAX, REPORT_MAX, SPAWN_ADD_CHILD, USER_PAGE_ADDR, VIRTUAL_TSC_INDEX, nr,
+    spawn_limit,
 };
 use super::super::hwslots;
 use super::super::ring3::{self, Task, sys_write};
@@ -29,7 +30,7 @@ use crate::say;
 impl Running {
     /// Writes a syscall's result into the task: `EFAULT` unless `[ptr, ptr + len)` is memory
     /// the task itself may write.
-    fn copy_out(&mut self, ptr: u64, bytes: &[u8]) -> i64 {
+    pub(super) fn copy_out(&mut self, ptr: u64, bytes: &[u8]) -> i64 {
         if self.space.check_writable(ptr, bytes.len() as u64).is_err()
             || self.space.write(ptr, bytes).is_err()
         {
@@ -60,6 +61,17 @@ impl Running {
                 }
             }
             nr::COUNTERS_READ if self.hw_lost.is_some() => ECOUNTERS,
+            nr::COUNTERS_READ if self.mux.is_some() => {
+                match self.mux_read_buffer(b).unwrap_or(Err(EINVAL)) {
+                    Ok(buf) => match self.copy_out(a, &buf) {
+                        0 => (buf.len() as i64 - 24) / 8,
+                        e => e,
+                    },
+                    Err(e) => e,
+                }
+            }
+            nr::COUNTERS_READ_SCALED if self.hw_lost.is_some() => ECOUNTERS,
+            nr::COUNTERS_READ_SCALED => self.counters_read_scaled(a, b),
             nr::COUNTERS_READ => {
                 match super::super::abi::counters_read_buffer(&self.vc.values(), b) {
                     Ok(buf) => match self.copy_out(a, &buf) {
@@ -85,7 +97,7 @@ impl Running {
             }
             nr::COUNTERS_CONFIGURE => match self.counters_refusal() {
                 Some(code) if b != 0 || self.notify.sampling => code,
-                _ => self.configure(a, b),
+                _ => self.configure(a, b, self.ctx.rdx),
             },
             nr::COUNTERS_START => {
                 self.counting = true;
@@ -103,6 +115,9 @@ impl Running {
                     // Counting from 0 again: nothing lost is in the new counts.
                     self.hw_lost = None;
                     self.thresholds_restarted();
+                    if let Some(m) = self.mux.as_deref_mut() {
+                        m.restart();
+                    }
                     self.vc.generation() as i64
                 }
                 Err(_) => EINVAL,
@@ -274,7 +289,7 @@ impl Running {
                 } else if config.is_empty() && self.hw.is_empty() {
                     0
                 } else if config.is_empty() {
-                    self.configure(0, 0)
+                    self.configure(0, 0, 0)
                 } else {
                     self.configure_events(config, plan.group_msrs(g as usize))
                 };
@@ -474,6 +489,7 @@ impl Running {
         child.hw_msrs = self.hw_msrs.clone();
         child.hw_switch = self.hw_switch.as_ref().map(|s| s.copy());
         child.drop_inherited_thresholds();
+        child.mux = self.mux.as_deref().map(|m| Box::new(m.for_child()));
         child.start_sampling();
         child.budget = self.budget;
         child.ramdisk = self.ramdisk;
@@ -546,7 +562,17 @@ impl Running {
                 done.task.name, done.task.index
             ));
         }
-        if done.add_to_parent
+        if done.add_to_parent && (self.mux.is_some() || done.mux.is_some()) {
+            let child = done.task;
+            task_error(
+                self.task,
+                &format!(
+                    "the counts of child {} (task_index {}) were not added: multiplexed counts \
+                     (raw counts of different turns) do not add up",
+                    child.name, child.index
+                ),
+            );
+        } else if done.add_to_parent
             && hwslots::add_child_counts(&mut self.vc, &self.hw, &done.vc, &done.hw).is_err()
         {
             let child = done.task;
@@ -579,8 +605,13 @@ impl Running {
     /// counters 0..count (`hwslots::parse_counter_config`: any event is `EINVAL` on the
     /// TSC-only backend). Starts a new generation (every count and the virtual TSC from 0);
     /// returns it. On an error the old configuration stays.
-    pub(super) fn configure(&mut self, ptr: u64, count: u64) -> i64 {
+    pub(super) fn configure(&mut self, ptr: u64, count: u64, flags: u64) -> i64 {
+        if flags & !CONFIGURE_MULTIPLEX != 0 {
+            return EINVAL;
+        }
         if count == 0 {
+            self.report_mux();
+            self.mux = None;
             let old = self.vc.clone();
             return match self.vc.configure(&[]) {
                 Ok(()) => {
@@ -608,6 +639,7 @@ impl Running {
             return EINVAL;
         }
         match self.read_u64s(ptr, count as usize) {
+            Some(raw) if flags & CONFIGURE_MULTIPLEX != 0 => self.configure_multiplexed(&raw),
             Some(raw) => self.configure_events(&raw, &[]),
             None => EFAULT,
         }
@@ -658,11 +690,15 @@ impl Running {
         });
         match result.unwrap_or(Err(super::super::abi::ENODEV)) {
             Ok((slots, rdpmc, refused)) => {
+                // A multiplexed configuration ends here: its counts go out first.
+                self.report_mux();
                 self.hw = slots;
                 self.hw_rdpmc = rdpmc;
                 self.hw_msrs = msrs.to_vec();
                 self.hw_lost = None;
                 self.vc = vc;
+                // A new configuration: not multiplexed (unless the caller makes it so).
+                self.mux = None;
                 self.thresholds_cleared();
                 self.make_switch();
                 if let Some(e) = refused {
