@@ -24,8 +24,29 @@ fn label(name: &str) -> String {
 /// The report line(s) for one record, or `None` for records that need no line.
 pub fn record_lines(r: &Record) -> Option<String> {
     let mut out = match r.kind.as_str() {
+        // The RIPs are shown together, as the profile (`--sample`, crate::profile).
+        _ if r.kind == crate::profile::SAMPLES_RECORD && crate::profile::is_profile_record(r) => {
+            return None;
+        }
         // Results are shown together, as the table at the end (crate::table).
         kind if crate::results::RESULT_RECORDS.contains(&kind) => return None,
+        "sample_summary" => {
+            let lost = r.u64("lost").unwrap_or(0);
+            format!(
+                "{}{} (#{}): {} samples of {} every {} events, {lost} lost{}",
+                label(if lost > 0 { "SAMPLES" } else { "samples" }),
+                s(r, "task"),
+                r.u64("task_index").unwrap_or(0),
+                r.u64("samples").unwrap_or(0),
+                s(r, "event"),
+                r.u64("period").unwrap_or(0),
+                if lost > 0 {
+                    " (the kernel's sample buffer was full: the profile undercounts)"
+                } else {
+                    ""
+                }
+            )
+        }
         "harness_error" => format!(
             "{}{}{}: {}",
             label("HARNESS"),

@@ -223,7 +223,11 @@ impl Results {
         };
         let mut saw_end = false;
         let mut config_seen = false;
-        for r in records {
+        // A profile's `samples` (RIPs, `--sample`) share the harness record's type.
+        for r in records
+            .into_iter()
+            .filter(|r| !crate::profile::is_profile_record(r))
+        {
             let bench_record =
                 RESULT_RECORDS.contains(&r.kind.as_str()) || r.kind == "harness_error";
             if bench_record && r.version() != Some(SCHEMA_VERSION) {

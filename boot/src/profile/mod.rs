@@ -334,8 +334,7 @@ pub fn render(t: &TaskSamples, p: &Profile, event_name: &str, elf_note: &str) ->
                 String::new()
             };
             last_line = line;
-            let _ = writeln!(
-                out,
+            let row = format!(
                 " {:>7}  {:>6.2}%  {:<10}  {:<34}  {}",
                 i.samples,
                 pct(i.samples, a.samples),
@@ -343,6 +342,7 @@ pub fn render(t: &TaskSamples, p: &Profile, event_name: &str, elf_note: &str) ->
                 i.text,
                 shown
             );
+            let _ = writeln!(out, "{}", row.trim_end());
         }
         if a.between > 0 {
             let _ = writeln!(
@@ -481,4 +481,65 @@ pub fn report(
         }
     }
     Ok((text, written))
+}
+
+/// Options of `run --sample` and `report --profile`.
+#[derive(clap::Args, Clone, Debug, Default)]
+pub struct ProfileArgs {
+    /// The ELF of task NAME, to name its sampled addresses (repeatable). Built-in payloads and
+    /// (in `run`) the payloads packed need none.
+    #[arg(long = "elf", value_name = "NAME=PATH")]
+    pub elf: Vec<String>,
+    /// Write each profile's SVG bar chart (`profile-TASK-INDEX-slotSLOT.svg`) into DIR
+    /// (default: the current folder).
+    #[arg(long, value_name = "DIR")]
+    pub profile_dir: Option<PathBuf>,
+}
+
+impl ProfileArgs {
+    /// The SVG folder, checked to exist.
+    pub fn svg_dir(&self) -> Result<PathBuf> {
+        let dir = self
+            .profile_dir
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("."));
+        if !dir.is_dir() {
+            bail!("--profile-dir {}: no such folder", dir.display());
+        }
+        Ok(dir)
+    }
+}
+
+impl ProfileArgs {
+    /// The `--elf` files, read.
+    pub fn elves(&self) -> Result<ElfSource> {
+        ElfSource::new(&self.elf)
+    }
+}
+
+/// Why a profile record is doubtful (a field of the wrong type), for the damaged-log reader
+/// (`logscan`); `None`: it reads.
+pub fn doubt(r: &Record) -> Option<String> {
+    let count =
+        |k: &str| (!r.get(k).is_u64()).then(|| format!("`{k}` is {}, not a count", r.get(k)));
+    let problem = match r.str("task") {
+        None => Some(format!("`task` is {}, not a string", r.get("task"))),
+        Some(_) => None,
+    }
+    .or_else(|| count("task_index"))
+    .or_else(|| count("slot"))
+    .or_else(|| count("period"))
+    .or_else(|| {
+        r.hex("event")
+            .is_none()
+            .then(|| format!("`event` is {}, not a hex word", r.get("event")))
+    })
+    .or_else(|| match r.kind.as_str() {
+        SAMPLES_RECORD => match r.get("rips").as_array() {
+            Some(a) if a.iter().all(|v| rip_of(v).is_some()) => None,
+            _ => Some("`rips` is not a list of addresses".to_string()),
+        },
+        _ => count("samples").or_else(|| count("lost")),
+    });
+    problem.map(|p| format!("a field has the wrong type: {p}"))
 }
