@@ -611,11 +611,17 @@ fn print_profiles(
     let (text, files) = profile::report(records, elves, names, Some(&dir))?;
     let mut human = output.human();
     if text.is_empty() {
-        let _ = writeln!(
-            human,
-            "\nprofile  no samples in the records (did a payload task run? the kernel samples \
-             ring-3 tasks only)"
-        );
+        // A kernel that does not know the key says so in a config_error: show it.
+        let refused = records
+            .iter()
+            .filter(|r| r.kind == "config_error")
+            .filter_map(|r| r.str("message"))
+            .find(|m| m.contains("`sample`"));
+        let why = match refused {
+            Some(m) => format!("the kernel refused the sample key: {m}"),
+            None => "did a payload task run? the kernel samples ring-3 tasks only".to_string(),
+        };
+        let _ = writeln!(human, "\nPROFILE  no samples in the records: {why}");
         return Ok(());
     }
     let _ = writeln!(human, "\n{}", text.trim_end());

@@ -53,7 +53,7 @@ pub fn bar_chart(t: &TaskSamples, p: &Profile, event_name: &str) -> String {
         let w = (bar_w * *n as f64 / max).max(1.0);
         let _ = writeln!(
             s,
-            r##"<text x="{}" y="{}" text-anchor="end">{}</text><rect x="{label_w}" y="{}" width="{w:.1}" height="{}" fill="#4a7ebb"><title>{} samples</title></rect><text x="{}" y="{}">{} ({:.2}%)</text>"##,
+            r##"<text x="{}" y="{}" text-anchor="end">{}</text><rect x="{label_w}" y="{}" width="{w:.1}" height="{}" fill="#4a7ebb"><title>{} samples</title></rect><text x="{:.1}" y="{}">{} ({:.2}%)</text>"##,
             label_w - 8.0,
             y + 15.0,
             escape(name),
