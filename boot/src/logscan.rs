@@ -511,6 +511,7 @@ fn one_off<'a>(s: &str, set: impl IntoIterator<Item = &'a str>) -> Option<&'a st
 
 /// Why an intact-looking record is doubtful, if it is.
 fn doubt(r: &Record, run_version: Option<u64>) -> Option<String> {
+    // The profile's records are checked by their reader (a RIP list half read would skew it).
     if crate::profile::is_profile_record(r) {
         return crate::profile::doubt(r);
     }
@@ -1095,8 +1096,6 @@ impl Building {
     /// exact copy of the record at `line`, `Err` damage.
     fn take(&mut self, r: Record, raw: Vec<u8>, line: usize) -> Result<Option<usize>, Found> {
         let kind = r.kind.clone();
-        // A profile's `samples` record (RIPs) shares the harness record's type, not its rules.
-        let profile = crate::profile::is_profile_record(&r);
         // The version the run's records carry: its boot's, when this tool reads it (a boot
         // of another version is judged against the rest at the end of the run).
         if kind == "boot" && self.run.records.is_empty() {
@@ -1104,18 +1103,15 @@ impl Building {
         }
         let version = self.version.filter(|_| kind != "boot");
         if let Some(why) = doubt(&r, version) {
-            let bench = bench_of(&r).filter(|_| is_harness(&kind) && !profile);
+            let bench = bench_of(&r).filter(|_| is_harness(&kind));
             self.mark(
                 &bench,
                 format!("a doubtful `{kind}` record was set aside (line {line})"),
             );
             return Err((Kind::Doubtful, bench, format!("{why}; set aside")));
         }
-        // Two equal RIP records in a row are real (a loop sampled in phase); a repeated line
-        // counted twice shows as more samples than the summary's.
         if let Some((first, _)) = self.last.as_ref().filter(|(_, l)| *l == raw)
             && !repeatable(&kind)
-            && !profile
         {
             return Ok(Some(*first));
         }
@@ -1148,7 +1144,7 @@ impl Building {
             self.seen
                 .insert((kind.clone(), key), (line, r.value.clone()));
         }
-        if is_harness(&kind) && !profile {
+        if is_harness(&kind) {
             let task = r.str("payload").and_then(|p| self.task_of.get(p).copied());
             if let Some(&first) = self.copies.get(&(task, raw.clone())) {
                 return Ok(Some(first));

@@ -223,11 +223,7 @@ impl Results {
         };
         let mut saw_end = false;
         let mut config_seen = false;
-        // A profile's `samples` (RIPs, `--sample`) share the harness record's type.
-        for r in records
-            .into_iter()
-            .filter(|r| !crate::profile::is_profile_record(r))
-        {
+        for r in records {
             let bench_record =
                 RESULT_RECORDS.contains(&r.kind.as_str()) || r.kind == "harness_error";
             if bench_record && r.version() != Some(SCHEMA_VERSION) {

@@ -21,14 +21,13 @@ use crate::records::Record;
 pub use elf::{Function, Line, Symbolizer};
 
 /// The record of sampled RIPs (up to 64 per record, in order).
-pub const SAMPLES_RECORD: &str = "samples";
+pub const SAMPLES_RECORD: &str = "profile_samples";
 /// The record closing a task's samples of one slot: how many were sent and how many lost.
-pub const SUMMARY_RECORD: &str = "sample_summary";
+pub const SUMMARY_RECORD: &str = "profile_summary";
 
-/// Whether `r` is a profile record. The harness has a `samples` record too (repetitions of a
-/// benchmark): the profile's carries `rips`.
+/// Whether `r` is a profile record.
 pub fn is_profile_record(r: &Record) -> bool {
-    (r.kind == SAMPLES_RECORD && !r.get("rips").is_null()) || r.kind == SUMMARY_RECORD
+    r.kind == SAMPLES_RECORD || r.kind == SUMMARY_RECORD
 }
 
 /// Addresses at or above this are the kernel's (the higher half).
@@ -48,6 +47,8 @@ pub struct TaskSamples {
     /// `(samples, lost)` from the `sample_summary` record; `None`: the log has none (the task
     /// did not end, or the record was lost).
     pub summary: Option<(u64, u64)>,
+    /// Why the task's counts were lost (the summary's `counters_lost`): the samples stop there.
+    pub counters_lost: Option<String>,
     /// What does not add up (bad fields, RIPs missing against the summary).
     pub problems: Vec<String>,
 }
@@ -100,6 +101,7 @@ pub fn collect(records: &[Record]) -> Vec<TaskSamples> {
             }
         } else {
             t.summary = Some((r.u64("samples").unwrap_or(0), r.u64("lost").unwrap_or(0)));
+            t.counters_lost = r.str("counters_lost").map(str::to_string);
         }
     }
     for t in &mut out {
@@ -273,10 +275,17 @@ pub fn render(t: &TaskSamples, p: &Profile, event_name: &str, elf_note: &str) ->
     if t.lost() > 0 {
         let _ = writeln!(
             out,
-            "LOST     {} of {} samples were dropped (the kernel's sample buffer was full): the \
-             shares below undercount; sample less often (a larger period)",
+            "LOST     {} of {} samples: periods that ended without a RIP of their own (several \
+             reached at one look, e.g. in a system call): the shares below may be skewed; sample \
+             less often (a larger period)",
             t.lost(),
             t.lost() + t.summary.map_or(0, |(n, _)| n)
+        );
+    }
+    if let Some(why) = &t.counters_lost {
+        let _ = writeln!(
+            out,
+            "LOST     the task's counts were lost, so its samples stop there: {why}"
         );
     }
     for problem in &t.problems {

@@ -41,7 +41,7 @@ pub fn bar_chart(t: &TaskSamples, p: &Profile, event_name: &str) -> String {
     );
     let sub = if t.lost() > 0 {
         format!(
-            r##"<text x="10" y="44" fill="#c00000">{} samples LOST (buffer full): the bars undercount</text>"##,
+            r##"<text x="10" y="44" fill="#c00000">{} samples LOST (periods without a RIP of their own): the bars may be skewed</text>"##,
             t.lost()
         )
     } else {

@@ -46,6 +46,7 @@ fn samples(rips: Vec<u64>, summary: Option<(u64, u64)>) -> TaskSamples {
         period: 10007,
         rips,
         summary,
+        counters_lost: None,
         problems: Vec::new(),
     }
 }
@@ -176,14 +177,14 @@ fn lost_samples_and_missing_ones_are_shown() {
     let t = samples(vec![heavy[0]; 10], Some((12, 5)));
     let records_text = render(&t, &analyze(&t, Some(&s)), "cycles", "x");
     assert!(
-        records_text.contains("LOST     5 of 17 samples were dropped"),
+        records_text.contains("LOST     5 of 17 samples: periods that ended"),
         "{records_text}"
     );
     let lines = [
         r#"{"type":"cpu","v":1,"vendor":"GenuineIntel"}"#.to_string(),
-        format!(r#"{{"type":"samples","v":1,"task":"profile","task_index":0,"slot":0,"event":"0x100c0","period":10007,"rips":[{},"0x{:x}",null]}}"#, heavy[0], heavy[1]),
-        r#"{"type":"sample_summary","v":1,"task":"profile","task_index":0,"slot":0,"event":"0x100c0","period":10007,"samples":3,"lost":1}"#.to_string(),
-        r#"{"type":"samples","v":1,"task":"ghost","task_index":1,"slot":0,"event":"0x100c0","period":10007,"rips":[4198400]}"#.to_string(),
+        format!(r#"{{"type":"profile_samples","v":1,"task":"profile","task_index":0,"slot":0,"event":"0x100c0","period":10007,"rips":[{},"0x{:x}",null]}}"#, heavy[0], heavy[1]),
+        r#"{"type":"profile_summary","v":1,"task":"profile","task_index":0,"slot":0,"event":"0x100c0","period":10007,"samples":3,"lost":1}"#.to_string(),
+        r#"{"type":"profile_samples","v":1,"task":"ghost","task_index":1,"slot":0,"event":"0x100c0","period":10007,"rips":[4198400]}"#.to_string(),
         // The harness's `samples` record is not a profile record.
         r#"{"type":"samples","v":1,"payload":"p","bench":"b","event":"tsc","kind":"region","first":0,"values":[1]}"#.to_string(),
     ];
@@ -263,7 +264,7 @@ fn elves_that_cannot_name_anything_are_clear_errors() {
     std::fs::write(&bad, b"junk").unwrap();
     let elves = ElfSource::new(&[format!("profile={}", bad.display())]).unwrap();
     let rec = parse_line(
-        r#"{"type":"samples","v":1,"task":"profile","task_index":0,"slot":0,"event":"0x1","period":5,"rips":[1]}"#,
+        r#"{"type":"profile_samples","v":1,"task":"profile","task_index":0,"slot":0,"event":"0x1","period":5,"rips":[1]}"#,
     );
     let crate::records::Line::Record(r) = rec else {
         panic!()
@@ -272,5 +273,42 @@ fn elves_that_cannot_name_anything_are_clear_errors() {
     assert!(
         text.contains("symbols: none: profile (--elf): not an ELF file"),
         "{text}"
+    );
+}
+
+#[test]
+fn counts_lost_and_doubtful_records_are_told() {
+    let mut t = samples(vec![0x401945], Some((1, 0)));
+    t.counters_lost = Some("the PMU refused the switch-in".into());
+    let text = render(&t, &analyze(&t, None), "cycles", "none");
+    assert!(
+        text.contains(
+            "LOST     the task's counts were lost, so its samples stop there: the PMU refused"
+        ),
+        "{text}"
+    );
+    let rec = |l: &str| match parse_line(l) {
+        crate::records::Line::Record(r) => r,
+        _ => panic!("{l}"),
+    };
+    let good = rec(
+        r#"{"type":"profile_samples","v":1,"task":"t","task_index":0,"slot":0,"event":"0x100c0","period":5,"rips":[1,2]}"#,
+    );
+    assert_eq!(doubt(&good), None);
+    let bad = rec(
+        r#"{"type":"profile_samples","v":1,"task":"t","task_index":0,"slot":0,"event":"0x100c0","period":5,"rips":[1,"x"]}"#,
+    );
+    assert!(
+        doubt(&bad)
+            .unwrap()
+            .contains("`rips` is not a list of addresses")
+    );
+    let summary = rec(
+        r#"{"type":"profile_summary","v":1,"task":"t","task_index":0,"slot":0,"event":"0x100c0","period":5,"samples":2,"lost":"0"}"#,
+    );
+    assert!(
+        doubt(&summary)
+            .unwrap()
+            .contains("`lost` is \"0\", not a count")
     );
 }
