@@ -611,14 +611,18 @@ fn print_profiles(
     let (text, files) = profile::report(records, elves, names, Some(&dir))?;
     let mut human = output.human();
     if text.is_empty() {
-        // A kernel that does not know the key says so in a config_error: show it.
+        // The kernel says why in a config_error (a key it does not know) or an error record
+        // (`source: sampling`: the events could not be configured): show it.
         let refused = records
             .iter()
-            .filter(|r| r.kind == "config_error")
+            .filter(|r| {
+                r.kind == "config_error"
+                    || (r.kind == "error" && r.str("source") == Some("sampling"))
+            })
             .filter_map(|r| r.str("message"))
-            .find(|m| m.contains("`sample`"));
+            .find(|m| m.contains("`sample`") || m.contains("sampl"));
         let why = match refused {
-            Some(m) => format!("the kernel refused the sample key: {m}"),
+            Some(m) => format!("the kernel did not sample: {m}"),
             None => "did a payload task run? the kernel samples ring-3 tasks only".to_string(),
         };
         let _ = writeln!(human, "\nPROFILE  no samples in the records: {why}");

@@ -428,6 +428,18 @@ pub fn report(
         .and_then(|r| r.str("vendor"))
         .and_then(events::cpu::Vendor::from_cpuid_name);
     let mut text = String::new();
+    // Tasks the kernel could not sample (docs/syscall-abi.md, "Sampling") have no profile:
+    // say why first.
+    for r in records
+        .iter()
+        .filter(|r| r.kind == "error" && r.str("source") == Some("sampling"))
+    {
+        let _ = writeln!(
+            text,
+            "PROFILE  not sampled: {}",
+            r.str("message").unwrap_or("(no message)")
+        );
+    }
     let mut written = Vec::new();
     let mut symbolizers: BTreeMap<String, Result<Symbolizer, String>> = BTreeMap::new();
     for t in collect(records) {

@@ -185,6 +185,7 @@ fn lost_samples_and_missing_ones_are_shown() {
         format!(r#"{{"type":"profile_samples","v":1,"task":"profile","task_index":0,"slot":0,"event":"0x100c0","period":10007,"rips":[{},"0x{:x}",null]}}"#, heavy[0], heavy[1]),
         r#"{"type":"profile_summary","v":1,"task":"profile","task_index":0,"slot":0,"event":"0x100c0","period":10007,"samples":3,"lost":1}"#.to_string(),
         r#"{"type":"profile_samples","v":1,"task":"ghost","task_index":1,"slot":0,"event":"0x100c0","period":10007,"rips":[4198400]}"#.to_string(),
+        r#"{"type":"error","v":1,"source":"sampling","message":"task spin: 5 sampled events, 4 GP counters"}"#.to_string(),
         // The harness's `samples` record is not a profile record.
         r#"{"type":"samples","v":1,"payload":"p","bench":"b","event":"tsc","kind":"region","first":0,"values":[1]}"#.to_string(),
     ];
@@ -218,6 +219,10 @@ fn lost_samples_and_missing_ones_are_shown() {
     );
     let dir = tempfile::tempdir().unwrap();
     let (text, files) = report(&records, &ElfSource::default(), &[], Some(dir.path())).unwrap();
+    assert!(
+        text.starts_with("PROFILE  not sampled: task spin: 5 sampled events"),
+        "{text}"
+    );
     assert!(
         text.contains("instructions:u (0x100c0)"),
         "the word is named: {text}"
