@@ -512,8 +512,8 @@ fn run(args: RunArgs) -> Result<ExitCode> {
     args.output.check()?;
     // The sampling options' own mistakes before anything boots; the event is encoded once the
     // PMU is known (below).
-    for s in &args.sample {
-        profile::spec::split(s)?;
+    if !args.sample.is_empty() {
+        profile::spec::precheck(&args.sample)?;
     }
     let sampling = !args.sample.is_empty();
     let elves = if sampling {

@@ -141,3 +141,41 @@ fn heavy_and_light_are_sampled_three_to_one() {
     let svg = std::fs::read_to_string(&svg).expect("the SVG is written");
     assert!(svg.contains("profile::heavy") && svg.contains("profile::light"));
 }
+
+/// `run --sample` mistakes end the command with status 2 and the reason, before QEMU starts.
+#[test]
+fn bad_sample_options_are_refused_with_the_reason() {
+    for (args, reason) in [
+        (&["--sample", "instructions:u@0"][..], "the period is 0"),
+        (&["--sample", "instructions:u"], "give EVENT@PERIOD"),
+        (&["--sample", "instructions:u@4294967296"], "too large"),
+        (&["--sample", "instrucions@1000"], "instrucions"),
+        (
+            &["--sample", "cycles@1000", "--accel", "tcg"],
+            "QEMU's plain TCG emulates none",
+        ),
+        (
+            &[
+                "--sample",
+                "cycles@1000",
+                "--pmu",
+                "emulated",
+                "--elf",
+                "x=/nonexistent.elf",
+            ],
+            "--elf x=/nonexistent.elf: cannot read",
+        ),
+    ] {
+        let out = baremark_tests::baremark_cli()
+            .args(["run", "--builtin", "profile"])
+            .args(args)
+            .output()
+            .expect("running baremark");
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", text(&out));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains(reason),
+            "{args:?}: no `{reason}` in\n{stderr}"
+        );
+    }
+}

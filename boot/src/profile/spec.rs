@@ -108,6 +108,18 @@ pub fn encode(args: &[String], caps: &PmuCaps, what: &str) -> Result<Vec<SampleS
     Ok(out)
 }
 
+/// Checks the arguments before the PMU is known (before QEMU starts): accepted when an Intel or
+/// an AMD PMU takes them, else the first's error.
+pub fn precheck(args: &[String]) -> Result<()> {
+    let intel = encode(args, &emulated_caps(PmuModel::IntelV4), "the PMU");
+    match intel {
+        Ok(_) => Ok(()),
+        Err(e) => encode(args, &emulated_caps(PmuModel::AmdCore), "the PMU")
+            .map(|_| ())
+            .map_err(|_| e),
+    }
+}
+
 /// The run.cfg `sample` value: `WORD@PERIOD[,WORD@PERIOD...]`.
 pub fn config_value(specs: &[SampleSpec]) -> String {
     specs
