@@ -32,6 +32,10 @@ fn main() {
             "BAREMARK_PAYLOAD_HWCOUNT_ELF",
         ),
         (
+            "CARGO_BIN_FILE_BAREMARK_PAYLOAD_RDPMC_notify",
+            "BAREMARK_PAYLOAD_NOTIFY_ELF",
+        ),
+        (
             "CARGO_BIN_FILE_BAREMARK_PAYLOAD_SPIN_spin",
             "BAREMARK_PAYLOAD_SPIN_ELF",
         ),

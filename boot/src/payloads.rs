@@ -33,6 +33,11 @@ pub static BUILTIN: &[Payload] = &[
         name: "hwcount",
         elf: include_bytes!(env!("BAREMARK_PAYLOAD_HWCOUNT_ELF")),
     },
+    // Test payload: overflow thresholds and the notification handler on a PMU.
+    Payload {
+        name: "notify",
+        elf: include_bytes!(env!("BAREMARK_PAYLOAD_NOTIFY_ELF")),
+    },
     // Test payload: loops forever without a system call (only the watchdog ends it).
     Payload {
         name: "spin",

@@ -6,6 +6,7 @@
 //! goes on with the defaults for them. See docs/run-config.md.
 
 use alloc::string::String;
+use alloc::vec::Vec;
 use core::fmt;
 
 use crate::harness::stats::Overhead;
@@ -116,6 +117,80 @@ pub struct RunConfig {
     /// The results file on the boot stick (`results_file`, `disk_signature`, `results_id`),
     /// written by `baremark image --usb`; `None`: no results file (docs/results-file.md).
     pub results_file: Option<ResultsFile>,
+    /// Sampling (`sample = WORD@PERIOD,...`): every task counts these `counters_configure`
+    /// entries and records its RIP every PERIOD events (docs/syscall-abi.md, "Sampling").
+    pub sample: Vec<SampleSpec>,
+    /// Which payloads may program counters (`counters = all | none | NAME,NAME`): the others
+    /// get `EPERM`.
+    pub counters: CounterPermission,
+}
+
+/// One sampled event of run.cfg `sample`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SampleSpec {
+    /// A `counters_configure` entry (a GP event-select encoding without EN and INT, or a fixed
+    /// counter entry).
+    pub word: u64,
+    /// Events between two samples (1..=`threshold::PERIOD_MAX`).
+    pub period: u64,
+}
+
+/// The most sampled events (more than any PMU has GP counters today).
+pub const SAMPLE_MAX: usize = 8;
+
+/// Which payloads may program counters (run.cfg `counters`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum CounterPermission {
+    #[default]
+    All,
+    None,
+    /// Only these payloads (a spawned task is allowed by its own payload name).
+    Only(Vec<String>),
+}
+
+impl CounterPermission {
+    /// Whether the payload `name` may program counters.
+    pub fn allows(&self, name: &str) -> bool {
+        match self {
+            CounterPermission::All => true,
+            CounterPermission::None => false,
+            CounterPermission::Only(names) => names.iter().any(|n| n == name),
+        }
+    }
+}
+
+/// `WORD@PERIOD[,WORD@PERIOD...]` (WORD hex with 0x, PERIOD decimal).
+fn parse_samples(value: &str) -> Option<Vec<SampleSpec>> {
+    let specs: Option<Vec<SampleSpec>> = value
+        .split(',')
+        .map(|part| {
+            let (word, period) = part.trim().split_once('@')?;
+            let word = u64::from_str_radix(word.trim().strip_prefix("0x")?, 16).ok()?;
+            let period = period.trim().parse::<u64>().ok()?;
+            (1..=crate::task::threshold::PERIOD_MAX)
+                .contains(&period)
+                .then_some(SampleSpec { word, period })
+        })
+        .collect();
+    specs.filter(|s| !s.is_empty() && s.len() <= SAMPLE_MAX)
+}
+
+/// `all`, `none` or a comma-separated list of payload names.
+fn parse_permission(value: &str) -> Option<CounterPermission> {
+    match value {
+        "all" => Some(CounterPermission::All),
+        "none" => Some(CounterPermission::None),
+        list => {
+            let names: Vec<String> = list.split(',').map(|n| String::from(n.trim())).collect();
+            let valid = names.iter().all(|n| {
+                !n.is_empty()
+                    && n.len() <= crate::task::abi::NAME_MAX
+                    && n.bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.')
+            });
+            valid.then_some(CounterPermission::Only(names))
+        }
+    }
 }
 
 /// Where the results file lies on the boot stick and how to recognise the stick
@@ -173,6 +248,8 @@ impl Default for RunConfig {
             canary: false,
             usb_test_lba: 0,
             results_file: None,
+            sample: Vec::new(),
+            counters: CounterPermission::All,
         }
     }
 }
@@ -298,7 +375,7 @@ pub fn parse<'a>(text: &'a str, report: &mut dyn FnMut(ConfigError<'a>)) -> RunC
         source: ConfigSource::Ramdisk,
         ..RunConfig::default()
     };
-    let mut seen = [false; 17];
+    let mut seen = [false; 19];
     // The results file's three keys, checked together after the last line.
     let mut results_place: Option<(u64, u64)> = None;
     let mut disk_signature: Option<u32> = None;
@@ -333,6 +410,8 @@ pub fn parse<'a>(text: &'a str, report: &mut dyn FnMut(ConfigError<'a>)) -> RunC
             "results_file" => 14,
             "disk_signature" => 15,
             "results_id" => 16,
+            "sample" => 17,
+            "counters" => 18,
             _ => {
                 report(ConfigError::UnknownKey { line, key });
                 continue;
@@ -432,6 +511,17 @@ pub fn parse<'a>(text: &'a str, report: &mut dyn FnMut(ConfigError<'a>)) -> RunC
                     None => report(bad("32 hex digits")),
                 }
             }
+            17 => match parse_samples(value) {
+                Some(specs) => config.sample = specs,
+                None => report(bad(
+                    "WORD@PERIOD[,WORD@PERIOD...]: a 0x-hex counters_configure entry and 1 to \
+                     2147483647 events, at most 8",
+                )),
+            },
+            18 => match parse_permission(value) {
+                Some(p) => config.counters = p,
+                None => report(bad("`all`, `none` or payload names separated by commas")),
+            },
             _ => match value {
                 "on" | "true" | "yes" | "off" | "false" | "no" => {
                     let on = matches!(value, "on" | "true" | "yes");
@@ -488,6 +578,47 @@ mod tests {
             errors.push(std::format!("{:?}: {e}", e.line()))
         });
         (c, errors)
+    }
+
+    #[test]
+    fn sample_and_counters_keys() {
+        let (c, errors) =
+            parse_collect("sample = 0x5100c0@10007, 0x51003c@100003\ncounters = a,b-2\n");
+        assert!(errors.is_empty(), "{errors:?}");
+        assert_eq!(
+            c.sample,
+            [
+                SampleSpec {
+                    word: 0x5100c0,
+                    period: 10007
+                },
+                SampleSpec {
+                    word: 0x51003c,
+                    period: 100003
+                }
+            ]
+        );
+        assert!(c.counters.allows("a") && c.counters.allows("b-2") && !c.counters.allows("c"));
+        let (c, _) = parse_collect("counters = none\n");
+        assert!(!c.counters.allows("a"));
+        assert!(RunConfig::default().counters.allows("a"));
+        for bad in [
+            "sample = 0x5100c0@0",
+            "sample = 0x5100c0@2147483648",
+            "sample = 5100c0@10",
+            "sample = 0x5100c0",
+            "sample = ",
+            "sample = 0x1@1,0x1@1,0x1@1,0x1@1,0x1@1,0x1@1,0x1@1,0x1@1,0x1@1",
+            "counters = a,,b",
+            "counters = a b",
+        ] {
+            let (c, errors) = parse_collect(bad);
+            assert_eq!(errors.len(), 1, "{bad}: {errors:?}");
+            assert!(
+                c.sample.is_empty() && c.counters == CounterPermission::All,
+                "{bad}"
+            );
+        }
     }
 
     #[test]

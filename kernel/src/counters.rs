@@ -158,6 +158,17 @@ pub fn with_pmu<R>(f: impl FnOnce(&mut Pmu, &mut HwMsr) -> R) -> Option<R> {
     guard.as_mut().map(|pmu| f(pmu, &mut HwMsr))
 }
 
+/// A PMI taken while a task ran in ring 3 with its counters live (`task::run::notify`): the
+/// task's switch-out has already read and cleared the overflow status and folded the wrap, so
+/// only the local APIC's part is left: LVTPC unmasked where the CPU masks it on delivery, EOI.
+pub fn ack_task_pmi() {
+    PMI_COUNTS.handled.fetch_add(1, Relaxed);
+    if with_pmu(|pmu, _| pmu.backend.pmi_unmasks_lvtpc()).unwrap_or(true) {
+        apic::unmask_lvt_perf();
+    }
+    apic::eoi();
+}
+
 /// The PMI vector's handler (called from `traps`, interrupts disabled).
 pub fn on_pmi() {
     let Some(mut guard) = PMU.try_lock() else {

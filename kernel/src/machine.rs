@@ -146,6 +146,10 @@ pub fn run(boot_info: &'static mut BootInfo) -> ! {
         counter_preset: config.counter_preset,
         fault_at_switch_in: config.test_pmu_fault,
     });
+    crate::task::run::set_policy(crate::task::run::Policy {
+        sample: config.sample.clone(),
+        counters: config.counters.clone(),
+    });
     let frames_before = baremark_hw::paging::frame_stats();
     if config.canary {
         crate::canary::plant();

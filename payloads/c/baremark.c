@@ -8,6 +8,20 @@
  * The kernel enters with RSP = 0x7fff_8000_0000 (16-byte aligned) and every other register 0;
  * the call leaves RSP 8 mod 16 at bm_main's entry, as the SysV ABI wants.
  */
+/*
+ * The overflow handler's entry (bm_notify_set_handler): the kernel enters with the handler's
+ * arguments in RDI, RSI, RDX, RCX, the handler in R8 and RSP 16-byte aligned.
+ */
+__asm__(".pushsection .text.bm_notify_entry, \"ax\", @progbits\n"
+	".global bm_notify_entry\n"
+	".type bm_notify_entry, @function\n"
+	"bm_notify_entry:\n"
+	"    call *%r8\n"
+	"    mov $22, %eax\n" /* BM_NR_NOTIFY_RETURN */
+	"    syscall\n"
+	"    ud2\n"
+	".popsection\n");
+
 __asm__(".pushsection .text._start, \"ax\", @progbits\n"
 	".global _start\n"
 	".type _start, @function\n"

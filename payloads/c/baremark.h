@@ -17,6 +17,9 @@
 enum {
 	BM_NR_EXIT = 0,
 	BM_NR_WRITE = 1,
+	BM_NR_COUNTERS_CONFIGURE = 2,
+	BM_NR_COUNTERS_RESET = 5,
+	BM_NR_COUNTERS_READ = 6,
 	BM_NR_REPORT = 10,
 	BM_NR_USER_PAGE = 12,
 	BM_NR_BENCH_PLAN = 14,
@@ -24,6 +27,9 @@ enum {
 	BM_NR_BENCH_GROUP = 16,
 	BM_NR_BENCH_SAMPLES = 17,
 	BM_NR_BENCH_END = 18,
+	BM_NR_COUNTERS_NOTIFY = 20,
+	BM_NR_COUNTERS_THRESHOLD = 21,
+	BM_NR_NOTIFY_RETURN = 22,
 };
 
 /* Negative results are errors. */
@@ -38,6 +44,8 @@ enum {
 	BM_ECOUNTERS = -8,
 	BM_ENOMEM = -9,
 	BM_ELIMIT = -10,
+	BM_ENODEV = -11,
+	BM_EPERM = -12,
 };
 
 /* The counter page (kernel/src/task/user_page.rs). */
@@ -75,6 +83,35 @@ static inline int64_t bm_syscall3(uint64_t nr, uint64_t a, uint64_t b, uint64_t 
 			 : "a"(nr), "D"(a), "S"(b), "d"(c)
 			 : "rcx", "r11", "memory");
 	return ret;
+}
+
+/* counters_configure: `n` event words (docs/syscall-abi.md); the new generation or an error. */
+static inline int64_t bm_counters_configure(const uint64_t *events, uint64_t n)
+{
+	return bm_syscall3(BM_NR_COUNTERS_CONFIGURE, (uint64_t)events, n, 0);
+}
+
+/*
+ * Overflow notification (docs/syscall-abi.md, "Overflow notification"). A handler gets the
+ * slot, its 64-bit count at the threshold, the interrupted RIP and the periods it stands for,
+ * runs with the task's counters stopped, and returns normally: baremark.c's entry
+ * (bm_notify_entry) then calls notify_return, which restores every register of the
+ * interrupted code. Without SSE (-mgeneral-regs-only) the handler touches no vector register.
+ */
+typedef void (*bm_notify_handler)(uint64_t slot, uint64_t count, uint64_t rip, uint64_t periods);
+void bm_notify_entry(void);
+
+/* Registers `handler` (NULL: removes it and every threshold that notifies). */
+static inline int64_t bm_notify_set_handler(bm_notify_handler handler)
+{
+	return bm_syscall3(BM_NR_COUNTERS_NOTIFY, handler ? (uint64_t)bm_notify_entry : 0,
+			   (uint64_t)handler, 0);
+}
+
+/* Notifies the handler every `period` events of slot `slot`, from now (0: no more). */
+static inline int64_t bm_notify_threshold(uint64_t slot, uint64_t period)
+{
+	return bm_syscall3(BM_NR_COUNTERS_THRESHOLD, slot, period, 0);
 }
 
 static inline __attribute__((noreturn)) void bm_exit(int64_t code)

@@ -28,6 +28,9 @@ pub mod nr {
     pub const BENCH_SAMPLES: u64 = 17;
     pub const BENCH_END: u64 = 18;
     pub const ARGS: u64 = 19;
+    pub const COUNTERS_NOTIFY: u64 = 20;
+    pub const COUNTERS_THRESHOLD: u64 = 21;
+    pub const NOTIFY_RETURN: u64 = 22;
 }
 
 /// A bad argument.
@@ -54,6 +57,11 @@ pub const ENOMEM: i64 = -9;
 /// `spawn`: a limit of the caller's family is reached for good ([`MAX_SPAWN_DEPTH`],
 /// [`MAX_FAMILY_SPAWNS`]; an `error` record says which, once per family and limit).
 pub const ELIMIT: i64 = -10;
+
+/// Counters are requested on a machine without programmable counters (the TSC-only backend).
+pub const ENODEV: i64 = -11;
+/// The run configuration does not allow this payload to program counters (run.cfg `counters`).
+pub const EPERM: i64 = -12;
 
 /// `spawn` flag: add the child's counts (and virtual TSC) into the parent's when it ends.
 pub const SPAWN_ADD_CHILD: u64 = 1;

@@ -26,7 +26,7 @@ use events::encode::decode_gp_event_select;
 use events::event::{EventSelect, Modifiers};
 use events::pmu::{PmuCaps, PmuKind};
 
-use super::abi::EINVAL;
+use super::abi::{EINVAL, ENODEV};
 use super::vcounter::{MAX_SLOTS, VcError, VirtualCounters};
 use crate::pmu::backend::{Counter, CounterSet, PmuBackend, PmuError, wr};
 use crate::pmu::msr::Msr;
@@ -88,8 +88,8 @@ pub fn fixed_entry(index: u8, modifiers: &Modifiers) -> u64 {
 /// The slots for a `counters_configure` request, slot `i` for `raw[i]`: a GP event-select
 /// encoding of `vendor` is counted on the next GP counter (the first GP entry on GP 0, the
 /// second on GP 1, ...), with the PMU's GP width; a [`FIXED_ENTRY`] on its fixed counter, with
-/// the fixed width. `EINVAL` for any event on a PMU without counters (the TSC-only backend),
-/// more GP entries than GP counters, more entries than [`MAX_SLOTS`], a fixed counter the PMU
+/// the fixed width. `ENODEV` for any event on a PMU without counters (the TSC-only backend);
+/// `EINVAL` for more GP entries than GP counters, more entries than [`MAX_SLOTS`], a fixed counter the PMU
 /// lacks or given twice, reserved bits in a fixed entry, a GP encoding that does not decode
 /// (reserved bits), one with EN or INT set (the kernel starts the counters; no sampling), or
 /// AnyThread where the PMU does not allow it. The empty request is always valid (no slots).
@@ -101,7 +101,10 @@ pub fn parse_counter_config(
     if raw.is_empty() {
         return Ok(Vec::new());
     }
-    if caps.kind == PmuKind::TscOnly || raw.len() > MAX_SLOTS {
+    if caps.kind == PmuKind::TscOnly {
+        return Err(ENODEV);
+    }
+    if raw.len() > MAX_SLOTS {
         return Err(EINVAL);
     }
     let mut gp = 0u8;
@@ -432,12 +435,12 @@ mod tests {
         );
         assert_eq!(
             parse_counter_config(Vendor::Intel, &caps, &[0xc0 | USR_OS]),
-            Err(EINVAL)
+            Err(ENODEV)
         );
         let caps = PmuCaps::tsc_only(Vendor::Amd, None);
         assert_eq!(
             parse_counter_config(Vendor::Amd, &caps, &[0x76 | USR_OS]),
-            Err(EINVAL)
+            Err(ENODEV)
         );
     }
 

@@ -9,6 +9,8 @@
 //!   (wired into `run`);
 //! - `hwswitch`: the fast switch of a task's hardware counters (save and restore from MSR lists
 //!   the backend made once), host-tested on the simulated PMU;
+//! - `threshold`: overflow thresholds of counter slots (when a notification or sample is due,
+//!   the raw value that arms the counter) and the sample buffer;
 //! - `abi`: syscall numbers, error codes, fixed user addresses, the pure parts of the syscalls;
 //! - `ring3` (bare metal only): what the runners share (`write`, user-mode `fault` records,
 //!   interrupts taken in ring 3);
@@ -27,5 +29,6 @@ pub mod ring3;
 pub mod run;
 #[cfg(target_os = "none")]
 pub mod smoke;
+pub mod threshold;
 pub mod user_page;
 pub mod vcounter;

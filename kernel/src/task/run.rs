@@ -73,7 +73,10 @@ use crate::say;
 use crate::traps;
 
 mod hw;
+mod notify;
 mod syscalls;
+
+pub use notify::{Policy, set_policy};
 
 pub use hw::{Diagnostics, set_diagnostics};
 
@@ -251,6 +254,7 @@ pub fn run_payloads(
                 t.budget = budget;
                 t.ramdisk = ramdisk;
                 t.harness = Some(harness);
+                t.start_sampling();
                 if quantum.is_some() {
                     ready.push(t);
                 } else {
@@ -809,6 +813,8 @@ struct Running {
     bench_counters_refused: bool,
     /// Its x87/SSE/AVX registers while another task has the CPU's (`hw::fpu`).
     vector: VectorState,
+    /// Its overflow thresholds, handler and samples (`notify`).
+    notify: notify::Notify,
 }
 
 /// What the counter page's slots depend on: when it changes, the page is written whole.
@@ -857,6 +863,7 @@ impl Drop for Running {
             );
             harness_error(self.task, Some(&b.name), &message);
         }
+        self.finish_sampling();
         self.release_hw();
     }
 }
@@ -935,6 +942,7 @@ impl Running {
             benches_begun: 0,
             bench_counters_refused: false,
             vector: VectorState::new(),
+            notify: notify::Notify::default(),
         }
     }
 
@@ -1040,6 +1048,8 @@ impl Running {
     /// Runs the task in ring 3 once and serves what brought it back.
     fn step(&mut self) -> Step {
         let task = self.task;
+        // Thresholds reached in the last run: sampled, or the task goes to its handler.
+        self.deliver_due();
         match self.enter() {
             Exit::Syscall => {
                 let served = self.syscall();
@@ -1056,7 +1066,12 @@ impl Running {
             }
             Exit::Trap { vector, .. } if ring3::is_interrupt(vector) => {
                 self.interrupts += 1;
-                ring3::forward_interrupt(vector);
+                if vector == crate::counters::PMI_VECTOR && self.hw_switch.is_some() {
+                    // An overflow of the task's counters: the switch-out took the status.
+                    crate::counters::ack_task_pmi();
+                } else {
+                    ring3::forward_interrupt(vector);
+                }
                 if vector == traps::TIMER_VECTOR {
                     Step::Preempted
                 } else {
@@ -1119,6 +1134,8 @@ impl Running {
                 .opt_str("counters_lost", self.hw_lost.as_deref())
                 .u64("pce_entries", self.pce_entries)
                 .u64("harness_refusals", self.refusals)
+                .u64("notifications", self.notify.delivered)
+                .u64("notifications_late", self.notify.late)
                 .object("entries", |r| {
                     r.u64("iretq", entries.iretq)
                         .u64("sysretq", entries.sysretq)
@@ -1213,6 +1230,8 @@ impl Running {
     /// entry the exit assembly writes the few fields a run changes (`seq`, the virtual TSC,
     /// `interrupts`), and the switch-out writes nothing (`hwswitch` folds nothing).
     fn enter(&mut self) -> Exit {
+        // Counters with thresholds armed to overflow at the next one (kernel time).
+        self.rearm_thresholds();
         // Its vector registers first, before any counter starts (a pointer compare unless
         // another task ran since).
         self.vector.load();

@@ -47,6 +47,9 @@ pub mod nr {
     pub const BENCH_SAMPLES: u64 = 17;
     pub const BENCH_END: u64 = 18;
     pub const ARGS: u64 = 19;
+    pub const COUNTERS_NOTIFY: u64 = 20;
+    pub const COUNTERS_THRESHOLD: u64 = 21;
+    pub const NOTIFY_RETURN: u64 = 22;
 }
 
 /// A syscall error (the negative result codes of docs/syscall-abi.md).
@@ -66,6 +69,10 @@ pub enum Error {
     /// `ELIMIT`: `spawn`: a limit of the caller's family is reached for good (its depth, or the
     /// tasks it may start).
     Limit,
+    /// `ENODEV`: counters were asked for on a machine without programmable counters.
+    NoDev,
+    /// `EPERM`: the run configuration does not let this payload program counters.
+    Perm,
     Other(i64),
 }
 
@@ -83,6 +90,8 @@ impl Error {
             ECOUNTERS => Err(Error::Counters),
             ENOMEM => Err(Error::NoMem),
             ELIMIT => Err(Error::Limit),
+            ENODEV => Err(Error::NoDev),
+            EPERM => Err(Error::Perm),
             r => Err(Error::Other(r)),
         }
     }
@@ -157,6 +166,10 @@ pub const ECOUNTERS: i64 = -8;
 pub const ENOMEM: i64 = -9;
 /// `spawn`'s error when a limit of the caller's family is reached ([`Error::Limit`]).
 pub const ELIMIT: i64 = -10;
+/// Counters asked for on a machine without programmable counters ([`Error::NoDev`]).
+pub const ENODEV: i64 = -11;
+/// The run configuration does not let this payload program counters ([`Error::Perm`]).
+pub const EPERM: i64 = -12;
 
 /// `time`'s return value when the kernel does not know the TSC frequency.
 pub const TIME_HZ_UNKNOWN: u64 = 1;
@@ -179,6 +192,8 @@ mod tests {
         assert_eq!(Error::check(-3), Err(Error::NoSys));
         assert_eq!(Error::check(-9), Err(Error::NoMem));
         assert_eq!(Error::check(-10), Err(Error::Limit));
+        assert_eq!(Error::check(-11), Err(Error::NoDev));
+        assert_eq!(Error::check(-12), Err(Error::Perm));
         assert_eq!(Error::check(-99), Err(Error::Other(-99)));
     }
 

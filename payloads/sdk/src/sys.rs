@@ -172,6 +172,55 @@ pub fn counters_configure(events: &[u64]) -> Result<u64, Error> {
     ))
 }
 
+/// Overflow notification (docs/syscall-abi.md, "Overflow notification"): a threshold per
+/// counter slot, and a handler the kernel runs in the task each time a slot's count reaches the
+/// next multiple of its period (with the task's counters stopped; the interrupted code then
+/// goes on exactly where it was, every register as it was).
+pub mod notify {
+    use super::syscall3;
+    use crate::{Error, nr};
+
+    /// A handler: the slot, its 64-bit count when the threshold was reached, the interrupted
+    /// RIP, and the periods that count stands for (1 unless the kernel saw the crossing late).
+    pub type Handler = extern "C" fn(slot: u64, count: u64, rip: u64, periods: u64);
+
+    // The kernel enters here with the handler's arguments in RDI, RSI, RDX, RCX (the C
+    // calling convention's first four) and the handler itself in R8 (`counters_notify`'s
+    // `arg`), RSP 16-byte aligned: call it, then `notify_return`, which restores every
+    // register of the interrupted code. A handler that returns by any other way faults.
+    core::arch::global_asm!(
+        ".pushsection .text.baremark_notify_entry, \"ax\", @progbits",
+        ".global baremark_notify_entry",
+        "baremark_notify_entry:",
+        "    call r8",
+        "    mov eax, {ret}",
+        "    syscall",
+        "    ud2",
+        ".popsection",
+        ret = const nr::NOTIFY_RETURN,
+    );
+
+    unsafe extern "C" {
+        fn baremark_notify_entry();
+    }
+
+    /// Registers `handler` (`None`: removes it and every threshold that notifies).
+    pub fn set_handler(handler: Option<Handler>) -> Result<(), Error> {
+        let (entry, arg) = match handler {
+            Some(h) => (baremark_notify_entry as *const () as u64, h as usize as u64),
+            None => (0, 0),
+        };
+        Error::check(syscall3(nr::COUNTERS_NOTIFY, entry, arg, 0)).map(|_| ())
+    }
+
+    /// Notifies the handler every `period` events of slot `slot`, counted from now (0: no
+    /// more). Needs a handler; `Err(Invalid)` for a slot the task did not configure or a period
+    /// above 2^31 - 1; `Err(NoDev)` without counters.
+    pub fn threshold(slot: usize, period: u64) -> Result<(), Error> {
+        Error::check(syscall3(nr::COUNTERS_THRESHOLD, slot as u64, period, 0)).map(|_| ())
+    }
+}
+
 /// `spawn` flag: add the child's counts (and virtual TSC) into the caller's when it ends.
 pub const SPAWN_ADD_CHILD: u64 = 1;
 

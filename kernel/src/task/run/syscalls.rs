@@ -42,6 +42,11 @@ impl Running {
     pub(super) fn syscall(&mut self) -> Served {
         self.syscalls += 1;
         let (a, b) = (self.ctx.rdi, self.ctx.rsi);
+        // Back from an overflow handler: every register is the interrupted code's (RAX too).
+        if self.ctx.rax == nr::NOTIFY_RETURN && self.notify_return() {
+            return Served::Done;
+        }
+        let in_handler = self.in_notify_handler();
         let mut served = Served::Done;
         let result: i64 = match self.ctx.rax {
             nr::EXIT => return Served::Exit(a as i64),
@@ -64,10 +69,24 @@ impl Running {
                     Err(e) => e,
                 }
             }
+            // A handler runs with the interrupted code's counters stopped and unchanged.
+            nr::COUNTERS_CONFIGURE
+            | nr::COUNTERS_START
+            | nr::COUNTERS_STOP
+            | nr::COUNTERS_RESET
+            | nr::COUNTERS_THRESHOLD
+            | nr::COUNTERS_NOTIFY
+                if in_handler =>
+            {
+                EBUSY
+            }
             nr::COUNTERS_CONFIGURE if self.bench.is_some() => {
                 self.refuse_counters_in_bench("counters_configure")
             }
-            nr::COUNTERS_CONFIGURE => self.configure(a, b),
+            nr::COUNTERS_CONFIGURE => match self.counters_refusal() {
+                Some(code) if b != 0 || self.notify.sampling => code,
+                _ => self.configure(a, b),
+            },
             nr::COUNTERS_START => {
                 self.counting = true;
                 0
@@ -83,10 +102,15 @@ impl Running {
                 Ok(()) => {
                     // Counting from 0 again: nothing lost is in the new counts.
                     self.hw_lost = None;
+                    self.thresholds_restarted();
                     self.vc.generation() as i64
                 }
                 Err(_) => EINVAL,
             },
+            nr::COUNTERS_NOTIFY => self.counters_notify(a, b),
+            nr::COUNTERS_THRESHOLD => self.counters_threshold(a, b),
+            // Outside a handler (inside, it returned above).
+            nr::NOTIFY_RETURN => EINVAL,
             nr::YIELD => {
                 served = Served::Yield;
                 0
@@ -242,7 +266,12 @@ impl Running {
             Ok(slots) => {
                 let config = plan.group_config(g as usize);
                 // TSC only: nothing to configure (keeps the task's virtual TSC running on).
-                let code = if config.is_empty() && self.hw.is_empty() {
+                let refusal = self
+                    .counters_refusal()
+                    .filter(|_| !config.is_empty() || self.notify.sampling);
+                let code = if let Some(code) = refusal {
+                    code
+                } else if config.is_empty() && self.hw.is_empty() {
                     0
                 } else if config.is_empty() {
                     self.configure(0, 0)
@@ -444,6 +473,8 @@ impl Running {
         child.hw_rdpmc = self.hw_rdpmc.clone();
         child.hw_msrs = self.hw_msrs.clone();
         child.hw_switch = self.hw_switch.as_ref().map(|s| s.copy());
+        child.drop_inherited_thresholds();
+        child.start_sampling();
         child.budget = self.budget;
         child.ramdisk = self.ramdisk;
         child.parent = Some(parent.index);
@@ -558,6 +589,7 @@ impl Running {
                     self.hw_rdpmc.clear();
                     self.hw_msrs.clear();
                     self.hw_lost = None;
+                    self.thresholds_cleared();
                     self.vc.generation() as i64
                 }
                 Err(_) => {
@@ -624,13 +656,14 @@ impl Running {
                 .collect();
             Ok((slots, rdpmc, refused))
         });
-        match result.unwrap_or(Err(EINVAL)) {
+        match result.unwrap_or(Err(super::super::abi::ENODEV)) {
             Ok((slots, rdpmc, refused)) => {
                 self.hw = slots;
                 self.hw_rdpmc = rdpmc;
                 self.hw_msrs = msrs.to_vec();
                 self.hw_lost = None;
                 self.vc = vc;
+                self.thresholds_cleared();
                 self.make_switch();
                 if let Some(e) = refused {
                     self.lose_counts_because(format!(

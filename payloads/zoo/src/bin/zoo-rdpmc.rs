@@ -80,6 +80,7 @@ mod payload {
             match kept {
                 Ok(_) => "ok",
                 Err(baremark_sdk::Error::Invalid) => "EINVAL",
+                Err(baremark_sdk::Error::NoDev) => "ENODEV",
                 Err(_) => "error",
             },
             counts[0],

@@ -1,0 +1,211 @@
+//! Overflow thresholds and the notification handler end to end on the emulated PMU (exact under
+//! `-icount shift=0`): the `notify` payload (payloads/rdpmc/src/notify.rs) counts
+//! `instructions:u`, sets a threshold of P, and its handler must run exactly `count / P` times,
+//! each at exactly `k * P`, at a RIP inside the loop, without changing the loop's own count or
+//! any register; handlers that fault, never return or recurse end only their task; refusals
+//! (`EBUSY` in a handler, `EINVAL`, `EPERM` by run.cfg `counters`, `ENODEV` on plain TCG).
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use baremark::image::{Firmware, RunConfig};
+use baremark::payloads::builtin;
+use baremark::qemu::PmuModel;
+use baremark::session::{RunOutcome, Verdict};
+use baremark_tests::boot_emulated;
+
+/// The payload's loop and period (payloads/rdpmc/src/notify.rs).
+const N: u64 = 25_000;
+const P: u64 = 10_007;
+const EINVAL: &str = "-1";
+const EBUSY: &str = "-5";
+/// `wait` for a child that faulted or was killed.
+const EABORTED: &str = "-7";
+
+fn config(extra: &[&str]) -> RunConfig {
+    RunConfig {
+        timer_checks: false,
+        // The child whose handler never returns meets the watchdog.
+        task_budget_ms: Some(500),
+        extra_lines: extra.iter().map(|l| l.to_string()).collect(),
+        payloads: vec![(
+            "notify".to_string(),
+            builtin("notify").expect("built-in").elf.to_vec(),
+        )],
+        ..RunConfig::default()
+    }
+}
+
+fn boot(model: PmuModel, extra: &[&str]) -> RunOutcome {
+    let outcome = boot_emulated(
+        Firmware::Bios,
+        config(extra),
+        Duration::from_secs(180),
+        model,
+    );
+    assert_eq!(
+        outcome.verdict(),
+        Verdict::Success,
+        "{model:?}: {}",
+        outcome.tail_text()
+    );
+    outcome
+}
+
+/// The parent's `report` values (task_index 0).
+fn reported(outcome: &RunOutcome) -> BTreeMap<String, String> {
+    reported_by(outcome, 0)
+}
+
+/// The `report` values of the task with `task_index` `index`.
+fn reported_by(outcome: &RunOutcome, index: u64) -> BTreeMap<String, String> {
+    let mut values = BTreeMap::new();
+    for r in outcome
+        .records_of("report")
+        .filter(|r| r.u64("task_index") == Some(index))
+    {
+        for (k, v) in r.get("values").as_object().expect("key=value report") {
+            values.insert(k.clone(), v.as_str().unwrap().to_string());
+        }
+    }
+    assert!(!values.is_empty(), "no report: {}", outcome.tail_text());
+    values
+}
+
+fn num(values: &BTreeMap<String, String>, key: &str) -> u64 {
+    values
+        .get(key)
+        .unwrap_or_else(|| panic!("no `{key}` in {values:?}"))
+        .parse()
+        .unwrap_or_else(|_| panic!("`{key}` is not a number: {values:?}"))
+}
+
+fn check_model(model: PmuModel) {
+    let outcome = boot(model, &[]);
+    let v = reported(&outcome);
+    let ctx = format!("{model:?}: {v:?}");
+    assert!(num(&v, "configure") > 0, "{ctx}");
+    // Refusals outside a handler.
+    assert_eq!(v["return_outside"], EINVAL, "{ctx}");
+    assert_eq!(v["threshold_no_handler"], EINVAL, "{ctx}");
+    assert_eq!(v["threshold_bad_slot"], EINVAL, "{ctx}");
+    assert_eq!(v["threshold_big_period"], EINVAL, "{ctx}");
+    assert_eq!(v["set"], "0", "{ctx}");
+    // The loop's own count is the same with and without notifications, and it is the loop.
+    let plain = num(&v, "plain_delta");
+    assert_eq!(num(&v, "notified_delta"), plain, "{ctx}");
+    // (4 instructions per iteration, plus the `counters_read` call's own part.)
+    assert!((4 * N..4 * N + 200).contains(&plain), "{ctx}");
+    // Exactly floor(count / P) notifications, the k-th at exactly (k + 1) * P, one period
+    // each, inside the loop.
+    let stopped = num(&v, "stopped");
+    assert!(stopped > 4 * N, "{ctx}");
+    let n = num(&v, "notifications");
+    assert_eq!(n, stopped / P, "{ctx}");
+    for k in 0..n {
+        assert_eq!(num(&v, &format!("count_{k}")), (k + 1) * P, "{ctx}");
+        assert_eq!(num(&v, &format!("periods_{k}")), 1, "{ctx}");
+        assert_eq!(num(&v, &format!("rip_in_spin_{k}")), 1, "{ctx}");
+    }
+    // Inside a handler the counters cannot be changed.
+    assert_eq!(v["in_handler_threshold"], EBUSY, "{ctx}");
+    assert_eq!(v["in_handler_configure"], EBUSY, "{ctx}");
+    // Every register as it was, across 40 notifications that clobbered XMM0.
+    assert_eq!(v["regs_ok"], "1", "{ctx}");
+    assert_eq!(num(&v, "regs_notifications"), 40, "{ctx}");
+    // Handlers that fault, never return, or recurse end only their own task.
+    assert_eq!(v["child_fault"], EABORTED, "{ctx}");
+    assert_eq!(v["child_never_returns"], EABORTED, "{ctx}");
+    assert_eq!(v["child_recursion"], EABORTED, "{ctx}");
+    let faults: Vec<_> = outcome.records_of("fault").collect();
+    assert_eq!(faults.len(), 2, "{model:?}: {}", outcome.tail_text());
+    assert_eq!(outcome.records_of("task_killed").count(), 1, "{ctx}");
+    // The parent's exit record counts its notifications.
+    let exit = outcome
+        .records_of("task_exit")
+        .find(|r| r.u64("task_index") == Some(0))
+        .expect("the parent's task_exit");
+    assert_eq!(exit.u64("notifications"), Some(n + 40), "{ctx}");
+    assert_eq!(exit.u64("notifications_late"), Some(0), "{ctx}");
+    assert_eq!(exit.u64("code"), Some(0), "{ctx}");
+}
+
+#[test]
+fn intel_v5_notifies_exactly() {
+    check_model(PmuModel::IntelV5);
+}
+
+/// Legacy counter writes (no full-width writes): the armed value is a sign-extended 32-bit one.
+#[test]
+fn intel_v2_notifies_exactly() {
+    check_model(PmuModel::IntelV2);
+}
+
+#[test]
+fn amd_notifies_exactly() {
+    check_model(PmuModel::AmdV2);
+}
+
+/// run.cfg `counters` not naming the payload: `EPERM` for its counters, and it says so.
+#[test]
+fn a_payload_not_allowed_counters_gets_eperm() {
+    let outcome = boot(PmuModel::IntelV5, &["counters = someone-else"]);
+    let v = reported(&outcome);
+    assert_eq!(v["configure"], "-12", "{v:?}");
+}
+
+/// run.cfg `sample`: every task records its RIP every 1000 `instructions:u` (Intel: event 0xC0,
+/// USR): `profile_samples` records whose RIPs are the payload's code, a `profile_summary` that
+/// counts them all with none lost, and a payload that asks for counters of its own gets `EBUSY`
+/// and goes on.
+#[test]
+fn sampling_records_every_period() {
+    let mut cfg = config(&["sample = 0x100c0@1000"]);
+    cfg.payloads = ["loop2000", "notify"]
+        .iter()
+        .map(|&n| (n.to_string(), builtin(n).expect("built-in").elf.to_vec()))
+        .collect();
+    let outcome = boot_emulated(
+        Firmware::Bios,
+        cfg,
+        Duration::from_secs(180),
+        PmuModel::IntelV5,
+    );
+    assert_eq!(
+        outcome.verdict(),
+        Verdict::Success,
+        "{}",
+        outcome.tail_text()
+    );
+    let rips: Vec<u64> = outcome
+        .records_of("profile_samples")
+        .filter(|r| r.u64("task_index") == Some(0))
+        .flat_map(|r| {
+            assert_eq!(r.str("event"), Some("0x100c0"), "{}", r.value);
+            assert_eq!(r.u64("period"), Some(1000), "{}", r.value);
+            r.get("rips")
+                .as_array()
+                .expect("rips")
+                .iter()
+                .map(|v| v.as_u64().expect("a RIP"))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let summary = outcome
+        .records_of("profile_summary")
+        .find(|r| r.u64("task_index") == Some(0))
+        .unwrap_or_else(|| panic!("no profile_summary: {}", outcome.tail_text()));
+    assert_eq!(summary.u64("samples"), Some(rips.len() as u64));
+    assert_eq!(summary.u64("lost"), Some(0));
+    // loop2000 runs 8000 instructions in its loop alone.
+    assert!(rips.len() >= 8, "{} samples", rips.len());
+    assert!(
+        rips.iter()
+            .all(|&rip| (0x40_0000..0x50_0000).contains(&rip)),
+        "{rips:x?}"
+    );
+    // The sampled `notify` payload cannot configure counters of its own: EBUSY, and it goes on.
+    let v = reported_by(&outcome, 1);
+    assert_eq!(v["configure"], EBUSY, "{v:?}");
+    assert!(outcome.records_of("profile_summary").count() >= 2);
+}
