@@ -25,7 +25,14 @@ pub fn bar_chart(t: &TaskSamples, p: &Profile, event_name: &str) -> String {
             rest,
         ));
     }
-    let (label_w, bar_w, row_h, top) = (320.0, 480.0, 24.0, 70.0);
+    // Monospace at 13 px is about 8 px a character: the labels' column fits the longest name.
+    let longest = bars
+        .iter()
+        .map(|(n, _)| n.chars().count())
+        .max()
+        .unwrap_or(0);
+    let label_w = (longest as f64 * 8.0 + 20.0).max(160.0);
+    let (bar_w, row_h, top) = (480.0, 24.0, 70.0);
     let width = label_w + bar_w + 160.0;
     let height = top + row_h * bars.len().max(1) as f64 + 20.0;
     let max = bars.iter().map(|(_, n)| *n).max().unwrap_or(1).max(1) as f64;
