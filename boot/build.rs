@@ -48,6 +48,10 @@ fn main() {
             "BAREMARK_PAYLOAD_SPAWNER_ELF",
         ),
         (
+            "CARGO_BIN_FILE_BAREMARK_PAYLOAD_PROFILE_profile",
+            "BAREMARK_PAYLOAD_PROFILE_ELF",
+        ),
+        (
             "CARGO_BIN_FILE_BAREMARK_PAYLOAD_FUZZ_fuzz-syscalls",
             "BAREMARK_PAYLOAD_FUZZ_SYSCALLS_ELF",
         ),

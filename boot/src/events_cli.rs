@@ -79,7 +79,7 @@ pub fn target(
 
 /// The capabilities of the machine this tool runs on, from its CPUID. (A VM without a virtual
 /// PMU reports none, and then nothing is countable: that is the truth about that machine.)
-fn host_caps() -> (PmuCaps, String) {
+pub fn host_caps() -> (PmuCaps, String) {
     #[cfg(target_arch = "x86_64")]
     {
         use raw_cpuid::CpuId;

@@ -100,6 +100,9 @@ pub struct RunConfig {
     /// A nanoBench event config (`--config`), packed as it was read as
     /// `events::nanobench::CONFIG_MEMBER`; the kernel counts its events besides `events`.
     pub nanobench_config: Option<String>,
+    /// Sampling (`sample = WORD@PERIOD,...`, `crate::profile::spec::config_value`): every
+    /// payload task records its RIP every PERIOD events (docs/profiling.md).
+    pub sample: Option<String>,
 }
 
 impl Default for RunConfig {
@@ -120,6 +123,7 @@ impl Default for RunConfig {
             overhead: None,
             extra_members: Vec::new(),
             nanobench_config: None,
+            sample: None,
         }
     }
 }
@@ -162,6 +166,9 @@ impl RunConfig {
         }
         if let Some(overhead) = self.overhead {
             let _ = writeln!(s, "overhead = {}", overhead.name());
+        }
+        if let Some(sample) = &self.sample {
+            let _ = writeln!(s, "sample = {sample}");
         }
         for line in &self.extra_lines {
             let _ = writeln!(s, "{line}");

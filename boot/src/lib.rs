@@ -17,6 +17,7 @@
 //! | `table`   | the results as a summary table or perf-stat-like tables       |
 //! | `diff`    | `baremark diff`: two runs compared, Mann-Whitney U per event  |
 //! | `plot`    | SVG plots of the per-repetition distributions                 |
+//! | `profile` | sampling profiles: `--sample`, symbols, table, annotation, SVG |
 //! | `output`  | the shared end of run/report/count: table and files           |
 //! | `perf_format` | the results as `perf stat -x SEP` CSV and `perf stat -j` JSON lines |
 //! | `progress` | the progress bar while results arrive                        |
@@ -31,6 +32,7 @@ pub mod output;
 pub mod payloads;
 pub mod perf_format;
 pub mod plot;
+pub mod profile;
 pub mod progress;
 pub mod qemu;
 pub mod records;

@@ -511,6 +511,10 @@ fn one_off<'a>(s: &str, set: impl IntoIterator<Item = &'a str>) -> Option<&'a st
 
 /// Why an intact-looking record is doubtful, if it is.
 fn doubt(r: &Record, run_version: Option<u64>) -> Option<String> {
+    // The profile's records are checked by their reader (a RIP list half read would skew it).
+    if crate::profile::is_profile_record(r) {
+        return crate::profile::doubt(r);
+    }
     let kind = r.kind.as_str();
     let Some(fields) = fields_of(kind) else {
         let known = FIELDS.iter().map(|(k, _)| *k);

@@ -13,6 +13,7 @@ use baremark::events_cli;
 use baremark::image::{self, Firmware, OnEnd, RunConfig};
 use baremark::logscan;
 use baremark::output::{self, OutputArgs};
+use baremark::profile::{self, ProfileArgs};
 use baremark::progress::Progress;
 use baremark::qemu::{Accel, PmuModel, QemuOptions};
 use baremark::records::Record;
@@ -65,6 +66,13 @@ enum Command {
         log: PathBuf,
         #[command(flatten)]
         output: OutputArgs,
+        /// Show the sampling profiles the log holds (`run --sample`): per task and event a
+        /// table by symbol and source line, the hottest function's annotated disassembly,
+        /// and an SVG bar chart (docs/profiling.md).
+        #[arg(long)]
+        profile: bool,
+        #[command(flatten)]
+        profile_args: ProfileArgs,
     },
     /// Compare two runs (results JSON files or serial logs): per benchmark and event both
     /// medians, the change, and whether it is significant (Mann-Whitney U test on the
@@ -211,6 +219,13 @@ struct RunArgs {
     task_budget_ms: Option<u32>,
     #[command(flatten)]
     output: OutputArgs,
+    /// Sample every payload task: record its RIP every PERIOD events of EVENT (perf syntax,
+    /// one event each; repeatable, one GP counter each), then show the profile, like `perf
+    /// record` + `perf report` (docs/profiling.md). E.g. instructions:u@10007.
+    #[arg(long = "sample", value_name = "EVENT@PERIOD")]
+    sample: Vec<String>,
+    #[command(flatten)]
+    profile: ProfileArgs,
     /// Test-only: make the kernel misbehave (page-fault, panic, invalid-opcode, stack-overflow, hang)
     /// or run the ring-3 smoke payloads (ring3).
     #[arg(long, hide = true)]
@@ -348,7 +363,12 @@ fn main() -> ExitCode {
         Command::Count(args) => count(args),
         Command::Asm(args) => asm(args),
         Command::Image(args) => write_images(args).map(|()| ExitCode::SUCCESS),
-        Command::Report { log, output } => report(&log, &output),
+        Command::Report {
+            log,
+            output,
+            profile,
+            profile_args,
+        } => report(&log, &output, profile.then_some(&profile_args)),
         Command::Diff(args) => diff(args),
         Command::Events { command } => events(command),
     };
@@ -490,6 +510,18 @@ fn verdict_code(outcome: &RunOutcome) -> ExitCode {
 
 fn run(args: RunArgs) -> Result<ExitCode> {
     args.output.check()?;
+    // The sampling options' own mistakes before anything boots; the event is encoded once the
+    // PMU is known (below).
+    if !args.sample.is_empty() {
+        profile::spec::precheck(&args.sample)?;
+    }
+    let sampling = !args.sample.is_empty();
+    let elves = if sampling {
+        args.profile.svg_dir()?;
+        Some(ProfileArgs::elves(&args.profile)?)
+    } else {
+        None
+    };
     let (payloads, mut notes) = content::collect_payloads(&args.payloads)?;
     let arg_members = content::payload_args(&args.payloads, &payloads)?;
     let mut config = RunConfig {
@@ -507,9 +539,36 @@ fn run(args: RunArgs) -> Result<ExitCode> {
     notes.extend(content::apply_harness(&args.harness, &mut config)?);
     note(&notes);
     let log = args.qemu.log.clone();
-    let (request, reason) = prepare_boot(args.qemu, config)?;
+    let (mut request, reason) = prepare_boot(args.qemu, config)?;
+    let samples = if sampling {
+        let (caps, what) = sampling_pmu(&request.qemu)?;
+        let specs = profile::spec::encode(&args.sample, &caps, &what)?;
+        request.config.sample = Some(profile::spec::config_value(&specs));
+        note(&[format!(
+            "sampling {} on {what}",
+            specs
+                .iter()
+                .map(|s| format!("{} (word {:#x}) every {} events", s.event, s.word, s.period))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )]);
+        specs
+    } else {
+        Vec::new()
+    };
     let outcome = boot_live(&request, args.verbose, true, &mut args.output.human())?;
     finish_results(&outcome.records, &args.output)?;
+    if let Some(elves) = elves {
+        let elves = elves.with_packed(&request.config.payloads);
+        let names: Vec<String> = samples.iter().map(|s| s.event.clone()).collect();
+        print_profiles(
+            &outcome.records,
+            &elves,
+            &names,
+            &args.profile,
+            &args.output,
+        )?;
+    }
     let _ = writeln!(
         args.output.human(),
         "{}",
@@ -519,6 +578,61 @@ fn run(args: RunArgs) -> Result<ExitCode> {
         eprintln!("baremark: serial log saved to {}", log.display());
     }
     Ok(verdict_code(&outcome))
+}
+
+/// The PMU a run's `--sample` events are encoded for: the emulated model's, the host's under
+/// KVM (its guest sees the host's vendor and events); plain TCG has no counters.
+fn sampling_pmu(qemu: &QemuOptions) -> Result<(events::pmu::PmuCaps, String)> {
+    if let Some(model) = qemu.pmu_model {
+        return Ok((
+            profile::spec::emulated_caps(model),
+            format!("the emulated PMU ({})", model.name()),
+        ));
+    }
+    if qemu.accel == Accel::Kvm {
+        let (caps, origin) = events_cli::host_caps();
+        return Ok((caps, format!("KVM's virtual PMU ({origin})")));
+    }
+    bail!(
+        "--sample needs hardware counters, and QEMU's plain TCG emulates none: add --pmu \
+         emulated (baremark's PMU model) or run under KVM with a virtual PMU"
+    )
+}
+
+/// The profiles of `records` after the results: the text, then the SVGs written.
+fn print_profiles(
+    records: &[Record],
+    elves: &profile::ElfSource,
+    names: &[String],
+    args: &ProfileArgs,
+    output: &OutputArgs,
+) -> Result<()> {
+    let dir = args.svg_dir()?;
+    let (text, files) = profile::report(records, elves, names, Some(&dir))?;
+    let mut human = output.human();
+    if text.is_empty() {
+        // The kernel says why in a config_error (a key it does not know) or an error record
+        // (`source: sampling`: the events could not be configured): show it.
+        let refused = records
+            .iter()
+            .filter(|r| {
+                r.kind == "config_error"
+                    || (r.kind == "error" && r.str("source") == Some("sampling"))
+            })
+            .filter_map(|r| r.str("message"))
+            .find(|m| m.contains("`sample`") || m.contains("sampl"));
+        let why = match refused {
+            Some(m) => format!("the kernel did not sample: {m}"),
+            None => "did a payload task run? the kernel samples ring-3 tasks only".to_string(),
+        };
+        let _ = writeln!(human, "\nPROFILE  no samples in the records: {why}");
+        return Ok(());
+    }
+    let _ = writeln!(human, "\n{}", text.trim_end());
+    for f in files {
+        eprintln!("baremark: wrote {}", f.display());
+    }
+    Ok(())
 }
 
 /// `count`: one payload, only its results.
@@ -742,8 +856,15 @@ fn write_images(args: ImageArgs) -> Result<()> {
 /// `report`: the log is read robustly (`logscan`): each run is rendered from its intact
 /// records, then what was lost or is doubtful, and where. Exit 0, 1 (a run's end record says
 /// fail), 5 (damaged: records lost or doubtful), 3 (a run has no end record), 2 (no records).
-fn report(log: &Path, output: &OutputArgs) -> Result<ExitCode> {
+fn report(log: &Path, output: &OutputArgs, profile: Option<&ProfileArgs>) -> Result<ExitCode> {
     output.check()?;
+    let elves = match profile {
+        Some(args) => {
+            args.svg_dir()?;
+            Some(ProfileArgs::elves(args)?)
+        }
+        None => None,
+    };
     let input = baremark::stick::read_input(log)?;
     note(&input.notes);
     let scan = logscan::scan(&input.stream);
@@ -792,6 +913,18 @@ fn report(log: &Path, output: &OutputArgs) -> Result<ExitCode> {
             }
             output::print_perf(&res, output);
             note(&output::write_files(&res, output)?);
+        }
+        match (profile, &elves) {
+            (Some(args), Some(elves)) => {
+                print_profiles(&run.records, elves, &[], args, output)?;
+            }
+            _ if run.records.iter().any(profile::is_profile_record) => {
+                let _ = writeln!(
+                    human,
+                    "\nprofile  the log holds sampling profiles (run --sample): add --profile to see them"
+                );
+            }
+            _ => {}
         }
     }
     if shown.is_empty() && (output.any() || output.perf_format().is_some()) {

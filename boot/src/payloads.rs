@@ -53,6 +53,12 @@ pub static BUILTIN: &[Payload] = &[
         name: "spawner",
         elf: include_bytes!(env!("BAREMARK_PAYLOAD_SPAWNER_ELF")),
     },
+    // Test payload for sampling profiles: `heavy` and `light`, 3:1 instructions, with symbols
+    // and line tables (docs/profiling.md).
+    Payload {
+        name: "profile",
+        elf: include_bytes!(env!("BAREMARK_PAYLOAD_PROFILE_ELF")),
+    },
     // The syscall fuzzer: `--args fuzz-syscalls="seed=N calls=N"`, with `--canary`
     // (docs/reliability.md).
     Payload {

@@ -24,8 +24,35 @@ fn label(name: &str) -> String {
 /// The report line(s) for one record, or `None` for records that need no line.
 pub fn record_lines(r: &Record) -> Option<String> {
     let mut out = match r.kind.as_str() {
+        // The RIPs are shown together, as the profile (`--sample`, crate::profile).
+        "profile_samples" => return None,
         // Results are shown together, as the table at the end (crate::table).
         kind if crate::results::RESULT_RECORDS.contains(&kind) => return None,
+        "profile_summary" => {
+            let lost = r.u64("lost").unwrap_or(0);
+            let counts_lost = r
+                .str("counters_lost")
+                .map(|why| format!("; counts lost: {why}"))
+                .unwrap_or_default();
+            format!(
+                "{}{} (#{}): {} samples of {} every {} events, {lost} lost{}{counts_lost}",
+                label(if lost > 0 || !counts_lost.is_empty() {
+                    "PROFILE"
+                } else {
+                    "profile"
+                }),
+                s(r, "task"),
+                r.u64("task_index").unwrap_or(0),
+                r.u64("samples").unwrap_or(0),
+                s(r, "event"),
+                r.u64("period").unwrap_or(0),
+                if lost > 0 {
+                    " (periods without a RIP of their own: the profile may be skewed)"
+                } else {
+                    ""
+                }
+            )
+        }
         "harness_error" => format!(
             "{}{}{}: {}",
             label("HARNESS"),

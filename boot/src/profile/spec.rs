@@ -1,0 +1,250 @@
+//! `--sample EVENT@PERIOD`: the event named as perf names it, encoded for the PMU the run will
+//! have, as a `counters_configure` entry (a GP event select without EN and INT), and the
+//! run.cfg `sample` key (docs/run-config.md, docs/profiling.md).
+
+use anyhow::{Result, bail};
+use events::cpu::{CpuModel, Vendor};
+use events::encode::gp_event_select;
+use events::pmu::PmuCaps;
+
+use crate::qemu::PmuModel;
+
+/// The largest period the kernel takes (2^31 - 1: Intel's legacy counter writes are
+/// sign-extended 32-bit values).
+pub const PERIOD_MAX: u64 = (1 << 31) - 1;
+
+/// One sampled event.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SampleSpec {
+    /// The event as typed (`instructions:u`).
+    pub event: String,
+    /// Its `counters_configure` entry.
+    pub word: u64,
+    /// Events between two samples.
+    pub period: u64,
+}
+
+/// `EVENT@PERIOD` split and checked (the period only; the event needs a PMU).
+pub fn split(arg: &str) -> Result<(&str, u64)> {
+    let Some((event, period)) = arg.rsplit_once('@') else {
+        bail!(
+            "--sample {arg}: give EVENT@PERIOD, e.g. instructions:u@10007 (a sample every \
+             PERIOD events)"
+        );
+    };
+    let event = event.trim();
+    if event.is_empty() {
+        bail!("--sample {arg}: no event before `@`");
+    }
+    let period = period.trim();
+    if period.is_empty() {
+        bail!(
+            "--sample {arg}: no period after `@` (events between two samples, 1 to {PERIOD_MAX})"
+        );
+    }
+    match period.parse::<u64>() {
+        Ok(p) if (1..=PERIOD_MAX).contains(&p) => Ok((event, p)),
+        Ok(0) => bail!("--sample {arg}: the period is 0; it is 1 to {PERIOD_MAX} events"),
+        Ok(_) => bail!(
+            "--sample {arg}: the period {period} is too large: at most {PERIOD_MAX} events \
+             (2^31 - 1)"
+        ),
+        Err(_) => bail!(
+            "--sample {arg}: the period `{period}` is not a whole number of events (1 to \
+             {PERIOD_MAX})"
+        ),
+    }
+}
+
+/// Encodes every `--sample` argument for `caps`: one event each, with a GP encoding, at most
+/// as many as the PMU has GP counters. `what` names the PMU in errors.
+pub fn encode(args: &[String], caps: &PmuCaps, what: &str) -> Result<Vec<SampleSpec>> {
+    if caps.gp_counters == 0 {
+        bail!("--sample needs programmable counters, and {what} has none");
+    }
+    if args.len() > usize::from(caps.gp_counters) {
+        bail!(
+            "--sample is given {} times, but {what} has {} GP counters (one per sampled event)",
+            args.len(),
+            caps.gp_counters
+        );
+    }
+    let mut out = Vec::new();
+    for arg in args {
+        let (text, period) = split(arg)?;
+        let list = events::parse::parse(text, caps, None).map_err(|e| {
+            anyhow::anyhow!(
+                "--sample {arg}: {e}\n    {}",
+                e.caret_line(text).replace('\n', "\n    ")
+            )
+        })?;
+        let mut specs = list.specs();
+        let (Some(spec), None) = (specs.next(), specs.next()) else {
+            bail!("--sample {arg}: one event per --sample (repeat the option for more)");
+        };
+        if !spec.event.has_gp_encoding() {
+            bail!(
+                "--sample {arg}: {} has no GP counter encoding on {what}",
+                spec.event.name
+            );
+        }
+        if spec.event.extra.is_some() {
+            bail!(
+                "--sample {arg}: {} needs an extra MSR, which sampling does not program",
+                spec.event.name
+            );
+        }
+        // The kernel sets INT itself and EN while the task runs: the entry has neither.
+        let mut m = spec.modifiers;
+        m.int = false;
+        let word = gp_event_select(caps.vendor, &spec.event.select, &m, false)
+            .map_err(|e| anyhow::anyhow!("--sample {arg}: {e}"))?;
+        out.push(SampleSpec {
+            event: text.to_string(),
+            word,
+            period,
+        });
+    }
+    Ok(out)
+}
+
+/// Checks the arguments before the PMU is known (before QEMU starts): accepted when an Intel or
+/// an AMD PMU takes them, else the first's error.
+pub fn precheck(args: &[String]) -> Result<()> {
+    let intel = encode(args, &emulated_caps(PmuModel::IntelV4), "the PMU");
+    match intel {
+        Ok(_) => Ok(()),
+        Err(e) => encode(args, &emulated_caps(PmuModel::AmdCore), "the PMU")
+            .map(|_| ())
+            .map_err(|_| e),
+    }
+}
+
+/// The run.cfg `sample` value: `WORD@PERIOD[,WORD@PERIOD...]`.
+pub fn config_value(specs: &[SampleSpec]) -> String {
+    specs
+        .iter()
+        .map(|s| format!("{:#x}@{}", s.word, s.period))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// The PMU of QEMU's emulated model (the CPU model it runs with: Skylake client for Intel,
+/// TCG's `max`, an AMD family 0xf part, for AMD).
+pub fn emulated_caps(model: PmuModel) -> PmuCaps {
+    let amd = Some(CpuModel::new(Vendor::Amd, 0xf, 0x6b));
+    match model {
+        PmuModel::IntelV2 | PmuModel::IntelV4 | PmuModel::IntelV5 => {
+            let mut caps = PmuCaps::nominal(CpuModel::new(Vendor::Intel, 6, 0x5e));
+            // Every Intel model of the emulator has 4 GP counters (docs/emulated-pmu.md).
+            caps.gp_counters = 4;
+            caps
+        }
+        PmuModel::AmdLegacy => PmuCaps::amd(false, None, amd),
+        PmuModel::AmdCore => PmuCaps::amd(true, None, amd),
+        PmuModel::AmdV2 => PmuCaps::amd(true, Some(6), amd),
+    }
+}
+
+/// A name for a sampled event word, for a log that does not say what was typed: the generic
+/// event (with `:u` or `:k`) whose encoding on `vendor` it is, else the word in hex.
+pub fn name_of_word(word: u64, vendor: Option<Vendor>) -> String {
+    use events::catalog::{Generic, generic};
+    use events::event::Modifiers;
+    let vendors: &[Vendor] = match vendor {
+        Some(Vendor::Intel) => &[Vendor::Intel],
+        Some(Vendor::Amd) => &[Vendor::Amd],
+        None => &[Vendor::Intel, Vendor::Amd],
+    };
+    for &v in vendors {
+        let caps = match v {
+            Vendor::Intel => PmuCaps::nominal(CpuModel::new(Vendor::Intel, 6, 0x5e)),
+            Vendor::Amd => PmuCaps::amd(true, None, Some(CpuModel::new(Vendor::Amd, 0x17, 0x31))),
+        };
+        for g in Generic::ALL {
+            let Ok(desc) = generic(g, &caps) else {
+                continue;
+            };
+            for (usr, os, suffix) in [(true, true, ""), (true, false, ":u"), (false, true, ":k")] {
+                let m = Modifiers {
+                    usr,
+                    os,
+                    ..Modifiers::default()
+                };
+                if gp_event_select(v, &desc.select, &m, false).ok() == Some(word) {
+                    return format!("{}{suffix}", g.name());
+                }
+            }
+        }
+    }
+    format!("{word:#x}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn intel() -> PmuCaps {
+        emulated_caps(PmuModel::IntelV4)
+    }
+
+    #[test]
+    fn instructions_user_is_the_gp_select_without_en_and_int() {
+        let s = encode(&["instructions:u@10007".into()], &intel(), "the PMU").unwrap();
+        // event 0xc0, umask 0, USR (bit 16); no EN (bit 22), no INT (bit 20).
+        assert_eq!(s[0].word, 0x1_00c0);
+        assert_eq!(s[0].period, 10007);
+        assert_eq!(s[0].event, "instructions:u");
+        let amd = encode(
+            &["cycles@100003".into(), "instructions:k@7".into()],
+            &emulated_caps(PmuModel::AmdCore),
+            "the PMU",
+        )
+        .unwrap();
+        assert_eq!(config_value(&amd), "0x30076@100003,0x200c0@7");
+        assert_eq!(
+            name_of_word(0x1_00c0, Some(Vendor::Intel)),
+            "instructions:u"
+        );
+        assert_eq!(name_of_word(0x3_0076, Some(Vendor::Amd)), "cycles");
+        assert_eq!(name_of_word(0x1234_5678, None), "0x12345678");
+    }
+
+    #[test]
+    fn bad_arguments_say_what_is_wrong() {
+        let err = |a: &str| {
+            format!(
+                "{:#}",
+                encode(&[a.into()], &intel(), "the PMU").unwrap_err()
+            )
+        };
+        assert!(
+            err("instructions:u").contains("EVENT@PERIOD"),
+            "{}",
+            err("instructions:u")
+        );
+        assert!(err("instructions@").contains("no period"));
+        assert!(err("@100").contains("no event"));
+        assert!(err("instructions@0").contains("the period is 0"));
+        assert!(err("instructions@2147483648").contains("too large"));
+        assert!(err("instructions@1e4").contains("not a whole number"));
+        let unknown = err("instrucions@100");
+        assert!(
+            unknown.contains("instrucions") && unknown.contains('^'),
+            "{unknown}"
+        );
+        assert!(err("{cycles,instructions}@100").contains("one event per --sample"));
+        let five: Vec<String> = (0..5).map(|_| "cycles@1000".to_string()).collect();
+        let many = format!("{:#}", encode(&five, &intel(), "the PMU").unwrap_err());
+        assert!(
+            many.contains("5 times") && many.contains("4 GP counters"),
+            "{many}"
+        );
+        let none = PmuCaps::tsc_only(Vendor::Intel, None);
+        let tsc = format!(
+            "{:#}",
+            encode(&["cycles@10".into()], &none, "plain TCG").unwrap_err()
+        );
+        assert!(tsc.contains("plain TCG has none"), "{tsc}");
+    }
+}
