@@ -21,6 +21,59 @@ fn label(name: &str) -> String {
     format!("{name:<8} ")
 }
 
+/// A `multiplexed_counts` record as `perf stat` shows multiplexed events: the estimate, and
+/// the share of the enabled time the event was counted.
+fn multiplexed_lines(r: &Record) -> String {
+    let enabled = r.u64("enabled").unwrap_or(0);
+    let list = |k: &str| -> Vec<Value> { r.get(k).as_array().cloned().unwrap_or_default() };
+    let (events, raw, running, scaled, counted) = (
+        list("events"),
+        list("raw"),
+        list("running"),
+        list("scaled"),
+        list("counted"),
+    );
+    let mut out = format!(
+        "{}{} (#{}): {} events in {} groups taking turns, {} turns | enabled {enabled} virtual \
+         tsc ticks",
+        label("mux"),
+        s(r, "task"),
+        r.u64("task_index").unwrap_or(0),
+        events.len(),
+        r.u64("groups").unwrap_or(0),
+        r.u64("rotations").unwrap_or(0)
+    );
+    for (i, e) in events.iter().enumerate() {
+        let word = e.as_u64().unwrap_or(0);
+        let num = |v: &[Value]| v.get(i).and_then(Value::as_u64).unwrap_or(0);
+        if counted.get(i).and_then(Value::as_str) == Some("yes") {
+            let share = if enabled == 0 {
+                0.0
+            } else {
+                num(&running) as f64 * 100.0 / enabled as f64
+            };
+            let _ = write!(
+                out,
+                "\n{}{:>16}  {word:#x}  ({share:.2}%, scaled from {} counted)",
+                label(""),
+                num(&scaled),
+                num(&raw)
+            );
+        } else {
+            let _ = write!(
+                out,
+                "\n{}{:>16}  {word:#x}  (its group never ran)",
+                label(""),
+                "<not counted>"
+            );
+        }
+    }
+    if let Some(why) = r.str("counters_lost") {
+        let _ = write!(out, "\n{}counts lost: {why}", label(""));
+    }
+    out
+}
+
 /// The report line(s) for one record, or `None` for records that need no line.
 pub fn record_lines(r: &Record) -> Option<String> {
     let mut out = match r.kind.as_str() {
@@ -366,8 +419,18 @@ pub fn record_lines(r: &Record) -> Option<String> {
             if let Some(v) = r.u64("virtual_tsc") {
                 let _ = write!(line, " | virtual tsc {v}");
             }
+            match (r.u64("notifications"), r.u64("notifications_late")) {
+                (Some(n), Some(late)) if n > 0 && late > 0 => {
+                    let _ = write!(line, " | {n} notifications ({late} periods late)");
+                }
+                (Some(n), _) if n > 0 => {
+                    let _ = write!(line, " | {n} notifications");
+                }
+                _ => {}
+            }
             line
         }
+        "multiplexed_counts" => multiplexed_lines(r),
         "task_spawn" => format!(
             "{}{} (#{}) spawned by {} (#{}){}",
             label("spawn"),
@@ -590,6 +653,21 @@ mod tests {
             record_lines(&outputs).unwrap(),
             "outputs  3 flushes (screen and results file): 10 tsc ticks, at most 5 | 7 bytes DROPPED"
         );
+    }
+
+    #[test]
+    fn renders_multiplexed_counts_as_perf_does() {
+        let r = rec(
+            r#"{"type":"multiplexed_counts","v":1,"task":"mux","task_index":0,"groups":2,"rotations":40,"enabled":1000,"events":[65728,65732,65728],"raw":[500,125,0],"running":[500,500,0],"scaled":[1000,250,0],"counted":["yes","yes","never-ran"],"counters_lost":null}"#,
+        );
+        assert_eq!(
+            record_lines(&r).unwrap(),
+            "mux      mux (#0): 3 events in 2 groups taking turns, 40 turns | enabled 1000 virtual tsc ticks\n                     1000  0x100c0  (50.00%, scaled from 500 counted)\n                      250  0x100c4  (50.00%, scaled from 125 counted)\n            <not counted>  0x100c0  (its group never ran)"
+        );
+        let exit = rec(
+            r#"{"type":"task_exit","v":1,"task":"n","task_index":0,"code":0,"syscalls":3,"interrupts":2,"virtual_tsc":9,"notifications":4,"notifications_late":0}"#,
+        );
+        assert!(record_lines(&exit).unwrap().ends_with("| 4 notifications"));
     }
 
     #[test]

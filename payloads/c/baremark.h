@@ -30,7 +30,11 @@ enum {
 	BM_NR_COUNTERS_NOTIFY = 20,
 	BM_NR_COUNTERS_THRESHOLD = 21,
 	BM_NR_NOTIFY_RETURN = 22,
+	BM_NR_COUNTERS_READ_SCALED = 23,
 };
+
+/* counters_configure flag: more GP events than GP counters take turns (time-multiplexed). */
+enum { BM_CONFIGURE_MULTIPLEX = 1 };
 
 /* Negative results are errors. */
 enum {
@@ -89,6 +93,21 @@ static inline int64_t bm_syscall3(uint64_t nr, uint64_t a, uint64_t b, uint64_t 
 static inline int64_t bm_counters_configure(const uint64_t *events, uint64_t n)
 {
 	return bm_syscall3(BM_NR_COUNTERS_CONFIGURE, (uint64_t)events, n, 0);
+}
+
+/* The same, time-multiplexed when there are more GP events than GP counters. */
+static inline int64_t bm_counters_configure_multiplexed(const uint64_t *events, uint64_t n)
+{
+	return bm_syscall3(BM_NR_COUNTERS_CONFIGURE, (uint64_t)events, n, BM_CONFIGURE_MULTIPLEX);
+}
+
+/*
+ * counters_read_scaled: buf = {generation, enabled, n, [raw, enabled, running] x n}; `len` in
+ * bytes. Returns n or an error. The estimate of event i is raw * enabled / running.
+ */
+static inline int64_t bm_counters_read_scaled(uint64_t *buf, uint64_t len)
+{
+	return bm_syscall3(BM_NR_COUNTERS_READ_SCALED, (uint64_t)buf, len, 0);
 }
 
 /*

@@ -1,5 +1,5 @@
 //! Sampling profiles (docs/profiling.md): `run --sample EVENT@PERIOD` has the kernel record a
-//! task's RIP every PERIOD events (`samples` and `sample_summary` records, docs/records.md);
+//! task's RIP every PERIOD events (`profile_samples` and `profile_summary` records, docs/records.md);
 //! here they are read back, named with the payload ELF's symbols and line tables, and shown as
 //! `perf report` shows a flat profile: a table by symbol and source line, the hottest
 //! function's annotated disassembly, and an SVG bar chart of the functions.
@@ -44,7 +44,7 @@ pub struct TaskSamples {
     pub event: u64,
     pub period: u64,
     pub rips: Vec<u64>,
-    /// `(samples, lost)` from the `sample_summary` record; `None`: the log has none (the task
+    /// `(samples, lost)` from the `profile_summary` record; `None`: the log has none (the task
     /// did not end, or the record was lost).
     pub summary: Option<(u64, u64)>,
     /// Why the task's counts were lost (the summary's `counters_lost`): the samples stop there.
@@ -91,6 +91,24 @@ pub fn collect(records: &[Record]) -> Vec<TaskSamples> {
         };
         let t = &mut out[i];
         if r.kind == SAMPLES_RECORD {
+            // `first` (the index of the record's first RIP): a record already read (a
+            // duplicated line) is dropped, a gap is a problem. Logs without it are read as they
+            // come.
+            if let Some(first) = r.u64("first") {
+                let have = t.rips.len() as u64;
+                if first < have {
+                    t.problems.push(format!(
+                        "a duplicated record (RIPs {first} and on) was dropped"
+                    ));
+                    continue;
+                }
+                if first > have {
+                    t.problems.push(format!(
+                        "RIPs {have} to {} are missing (a record lost?)",
+                        first - 1
+                    ));
+                }
+            }
             let rips = r.get("rips").as_array().map(Vec::as_slice).unwrap_or(&[]);
             let before = t.rips.len();
             t.rips.extend(rips.iter().filter_map(rip_of));
@@ -111,7 +129,7 @@ pub fn collect(records: &[Record]) -> Vec<TaskSamples> {
                 t.rips.len()
             )),
             None => t.problems.push(
-                "no sample_summary record: the task did not end, or the log is cut".to_string(),
+                "no profile_summary record: the task did not end, or the log is cut".to_string(),
             ),
             _ => {}
         }

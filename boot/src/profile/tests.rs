@@ -215,7 +215,7 @@ fn lost_samples_and_missing_ones_are_shown() {
         all[1]
             .problems
             .iter()
-            .any(|p| p.contains("no sample_summary"))
+            .any(|p| p.contains("no profile_summary"))
     );
     let dir = tempfile::tempdir().unwrap();
     let (text, files) = report(&records, &ElfSource::default(), &[], Some(dir.path())).unwrap();
@@ -315,5 +315,46 @@ fn counts_lost_and_doubtful_records_are_told() {
         doubt(&summary)
             .unwrap()
             .contains("`lost` is \"0\", not a count")
+    );
+}
+
+#[test]
+fn duplicated_records_are_dropped_and_gaps_told() {
+    let rec = |l: &str| match parse_line(l) {
+        crate::records::Line::Record(r) => r,
+        _ => panic!("{l}"),
+    };
+    let line = |first: u64, rips: &str| {
+        rec(&format!(
+            r#"{{"type":"profile_samples","v":1,"task":"t","task_index":0,"slot":0,"event":"0x100c0","period":5,"first":{first},"rips":[{rips}]}}"#
+        ))
+    };
+    let summary = rec(
+        r#"{"type":"profile_summary","v":1,"task":"t","task_index":0,"slot":0,"event":"0x100c0","period":5,"samples":4,"lost":0}"#,
+    );
+    // The same two RIPs twice in a loop are two records; the same record twice is one.
+    let records = [
+        line(0, "1,2"),
+        line(2, "1,2"),
+        line(2, "1,2"),
+        summary.clone(),
+    ];
+    let t = &collect(&records)[0];
+    assert_eq!(t.rips, [1, 2, 1, 2]);
+    assert_eq!(t.problems.len(), 1, "{:?}", t.problems);
+    assert!(
+        t.problems[0].contains("duplicated record"),
+        "{:?}",
+        t.problems
+    );
+    // A record missing: the gap is named (and the count does not add up).
+    let records = [line(0, "1,2"), line(4, "3"), summary];
+    let t = &collect(&records)[0];
+    assert!(
+        t.problems
+            .iter()
+            .any(|p| p.contains("RIPs 2 to 3 are missing")),
+        "{:?}",
+        t.problems
     );
 }

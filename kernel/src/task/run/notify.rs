@@ -403,6 +403,8 @@ impl Running {
             return;
         }
         let rips = core::mem::take(&mut b.rips);
+        // The index of the first RIP: a reader tells a duplicated line from a repeated loop.
+        let first = b.samples - rips.len() as u64;
         let (task, word) = (self.task, self.notify.sample_words[i]);
         let period = self.notify.thresholds[i].map_or(0, |t| t.period);
         record("profile_samples", |r| {
@@ -411,6 +413,7 @@ impl Running {
                 .u64("slot", i as u64)
                 .hex("event", word)
                 .u64("period", period)
+                .u64("first", first)
                 .u64_array("rips", &rips)
         });
     }
