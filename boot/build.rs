@@ -40,6 +40,10 @@ fn main() {
             "BAREMARK_PAYLOAD_MUX_ELF",
         ),
         (
+            "CARGO_BIN_FILE_BAREMARK_PAYLOAD_RDPMC_sysmode",
+            "BAREMARK_PAYLOAD_SYSMODE_ELF",
+        ),
+        (
             "CARGO_BIN_FILE_BAREMARK_PAYLOAD_SPIN_spin",
             "BAREMARK_PAYLOAD_SPIN_ELF",
         ),

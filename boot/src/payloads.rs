@@ -43,6 +43,11 @@ pub static BUILTIN: &[Payload] = &[
         name: "mux",
         elf: include_bytes!(env!("BAREMARK_PAYLOAD_MUX_ELF")),
     },
+    // Test payload: system-wide counters (system_configure, system_read) and their rules.
+    Payload {
+        name: "sysmode",
+        elf: include_bytes!(env!("BAREMARK_PAYLOAD_SYSMODE_ELF")),
+    },
     // Test payload: loops forever without a system call (only the watchdog ends it).
     Payload {
         name: "spin",

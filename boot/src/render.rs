@@ -431,6 +431,31 @@ pub fn record_lines(r: &Record) -> Option<String> {
             line
         }
         "multiplexed_counts" => multiplexed_lines(r),
+        "system_counts" => {
+            let words = r.get("events").as_array().cloned().unwrap_or_default();
+            let counts = r.get("counts").as_array().cloned().unwrap_or_default();
+            let list: Vec<String> = words
+                .iter()
+                .zip(&counts)
+                .map(|(w, c)| format!("{:#x} {}", w.as_u64().unwrap_or(0), c.as_u64().unwrap_or(0)))
+                .collect();
+            format!(
+                "{}{}: {} | {} tsc ticks | generation {}{}",
+                label("system"),
+                match r.str("task") {
+                    Some(t) => format!("{t} (#{})", r.u64("task_index").unwrap_or(0)),
+                    None => "the run".to_string(),
+                },
+                list.join(" | "),
+                r.u64("tsc").unwrap_or(0),
+                r.u64("generation").unwrap_or(0),
+                if r.get("same_generation").as_bool() == Some(false) {
+                    " (RECONFIGURED meanwhile: not one configuration's counts)"
+                } else {
+                    ""
+                }
+            )
+        }
         "task_spawn" => format!(
             "{}{} (#{}) spawned by {} (#{}){}",
             label("spawn"),

@@ -126,6 +126,9 @@ pub struct RunConfig {
     /// A multiplexed configuration's group turn, in microseconds of the task's virtual TSC
     /// (`mux_interval_us`).
     pub mux_interval_us: u32,
+    /// System-wide counters for the whole run (`system = WORD,...`, `counters_configure`
+    /// entries): empty: none.
+    pub system: Vec<u64>,
 }
 
 /// The default `mux_interval_us` (perf rotates every 4 ms on a 250 Hz kernel; 1 ms here).
@@ -179,6 +182,15 @@ fn parse_samples(value: &str) -> Option<Vec<SampleSpec>> {
         })
         .collect();
     specs.filter(|s| !s.is_empty() && s.len() <= SAMPLE_MAX)
+}
+
+/// `0xWORD[,0xWORD...]`, at most 16.
+fn parse_words(value: &str) -> Option<Vec<u64>> {
+    let words: Option<Vec<u64>> = value
+        .split(',')
+        .map(|w| u64::from_str_radix(w.trim().strip_prefix("0x")?, 16).ok())
+        .collect();
+    words.filter(|w| !w.is_empty() && w.len() <= 16)
 }
 
 /// `all`, `none` or a comma-separated list of payload names.
@@ -257,6 +269,7 @@ impl Default for RunConfig {
             sample: Vec::new(),
             counters: CounterPermission::All,
             mux_interval_us: MUX_INTERVAL_US_DEFAULT,
+            system: Vec::new(),
         }
     }
 }
@@ -382,7 +395,7 @@ pub fn parse<'a>(text: &'a str, report: &mut dyn FnMut(ConfigError<'a>)) -> RunC
         source: ConfigSource::Ramdisk,
         ..RunConfig::default()
     };
-    let mut seen = [false; 20];
+    let mut seen = [false; 21];
     // The results file's three keys, checked together after the last line.
     let mut results_place: Option<(u64, u64)> = None;
     let mut disk_signature: Option<u32> = None;
@@ -420,6 +433,7 @@ pub fn parse<'a>(text: &'a str, report: &mut dyn FnMut(ConfigError<'a>)) -> RunC
             "sample" => 17,
             "counters" => 18,
             "mux_interval_us" => 19,
+            "system" => 20,
             _ => {
                 report(ConfigError::UnknownKey { line, key });
                 continue;
@@ -526,6 +540,12 @@ pub fn parse<'a>(text: &'a str, report: &mut dyn FnMut(ConfigError<'a>)) -> RunC
                      2147483647 events, at most 8",
                 )),
             },
+            20 => match parse_words(value) {
+                Some(words) => config.system = words,
+                None => report(bad(
+                    "counters_configure entries, 0x-hex, separated by commas, at most 16",
+                )),
+            },
             19 => match value.parse::<u32>() {
                 Ok(us) if (10..=QUANTUM_US_MAX).contains(&us) => config.mux_interval_us = us,
                 _ => report(bad("microseconds, 10 to 1000000")),
@@ -611,6 +631,15 @@ mod tests {
             ]
         );
         assert!(c.counters.allows("a") && c.counters.allows("b-2") && !c.counters.allows("c"));
+        let (c, errors) = parse_collect("system = 0x100c0, 0x200c0\nmux_interval_us = 200\n");
+        assert!(errors.is_empty(), "{errors:?}");
+        assert_eq!(
+            (c.system.as_slice(), c.mux_interval_us),
+            (&[0x100c0, 0x200c0][..], 200)
+        );
+        for bad in ["system = 100c0", "system = ", "mux_interval_us = 5"] {
+            assert_eq!(parse_collect(bad).1.len(), 1, "{bad}");
+        }
         let (c, _) = parse_collect("counters = none\n");
         assert!(!c.counters.allows("a"));
         assert!(RunConfig::default().counters.allows("a"));

@@ -66,6 +66,8 @@ pub mod screen;
 #[cfg(target_os = "none")]
 pub mod selftest_live;
 #[cfg(target_os = "none")]
+pub mod system_mode;
+#[cfg(target_os = "none")]
 pub mod timer;
 #[cfg(target_os = "none")]
 pub mod trap_counts;

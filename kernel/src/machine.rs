@@ -151,6 +151,7 @@ pub fn run(boot_info: &'static mut BootInfo) -> ! {
         counters: config.counters.clone(),
         mux_interval_us: config.mux_interval_us,
         timer_hz: apic.timer_hz,
+        system: config.system.clone(),
     });
     let frames_before = baremark_hw::paging::frame_stats();
     if config.canary {

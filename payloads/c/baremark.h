@@ -31,6 +31,8 @@ enum {
 	BM_NR_COUNTERS_THRESHOLD = 21,
 	BM_NR_NOTIFY_RETURN = 22,
 	BM_NR_COUNTERS_READ_SCALED = 23,
+	BM_NR_SYSTEM_CONFIGURE = 24,
+	BM_NR_SYSTEM_READ = 25,
 };
 
 /* counters_configure flag: more GP events than GP counters take turns (time-multiplexed). */
@@ -93,6 +95,18 @@ static inline int64_t bm_syscall3(uint64_t nr, uint64_t a, uint64_t b, uint64_t 
 static inline int64_t bm_counters_configure(const uint64_t *events, uint64_t n)
 {
 	return bm_syscall3(BM_NR_COUNTERS_CONFIGURE, (uint64_t)events, n, 0);
+}
+
+/* System mode: `n` events on the whole machine (n = 0: given back); the generation or an error. */
+static inline int64_t bm_system_configure(const uint64_t *events, uint64_t n)
+{
+	return bm_syscall3(BM_NR_SYSTEM_CONFIGURE, (uint64_t)events, n, 0);
+}
+
+/* buf = {generation, tsc, n, counts[n]}; `len` in bytes. Returns n, or BM_ENOENT without them. */
+static inline int64_t bm_system_read(uint64_t *buf, uint64_t len)
+{
+	return bm_syscall3(BM_NR_SYSTEM_READ, (uint64_t)buf, len, 0);
 }
 
 /* The same, time-multiplexed when there are more GP events than GP counters. */

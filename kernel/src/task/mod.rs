@@ -11,6 +11,7 @@
 //!   the backend made once), host-tested on the simulated PMU;
 //! - `mux`: time-multiplexing of more events than counters (groups, raw / running / enabled,
 //!   perf's scaling);
+//! - `system`: system-wide counters (the whole machine, kernel and tasks) on any backend;
 //! - `threshold`: overflow thresholds of counter slots (when a notification or sample is due,
 //!   the raw value that arms the counter) and the sample buffer;
 //! - `abi`: syscall numbers, error codes, fixed user addresses, the pure parts of the syscalls;
@@ -32,6 +33,7 @@ pub mod ring3;
 pub mod run;
 #[cfg(target_os = "none")]
 pub mod smoke;
+pub mod system;
 pub mod threshold;
 pub mod user_page;
 pub mod vcounter;

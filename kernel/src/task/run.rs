@@ -76,6 +76,7 @@ mod hw;
 mod mux;
 mod notify;
 mod syscalls;
+mod system;
 
 pub use notify::{Policy, set_policy};
 
@@ -238,6 +239,9 @@ pub fn run_payloads(
         .filter(|e| super::abi::payload_name(e.prefix, e.name).is_some())
         .count() as u64;
     NEXT_TASK_INDEX.store(members, Ordering::Relaxed);
+    // run.cfg `system`: the whole machine counted over the run, read around every payload.
+    let system_start = system::start_run();
+    let mut system_last = system_start.clone();
     // A damaged archive was already reported by the configuration reader: use what came before.
     for entry in crate::ramdisk::entries(ramdisk).map_while(Result::ok) {
         let Some(name) = super::abi::payload_name(entry.prefix, entry.name) else {
@@ -265,6 +269,9 @@ pub fn run_payloads(
                         task.index + 1
                     ));
                     run_family(t, budget, &mut summary);
+                    if let Some(from) = &system_last {
+                        system_last = system::report("payload", Some(task), from);
+                    }
                 }
             }
             Err(e) => {
@@ -288,6 +295,9 @@ pub fn run_payloads(
             q.us
         ));
         round_robin(ready, q, tsc_hz, &mut summary);
+    }
+    if let Some(start) = &system_start {
+        system::end_run(start);
     }
     // The last task may have left CR4.PCE set (`enter`): ring 3 runs only through the runner,
     // but the kernel's state after the tasks is the boot state.
@@ -815,6 +825,8 @@ struct Running {
     notify: notify::Notify,
     /// Its events in groups taking turns on the counters (`mux`; `None`: not multiplexed).
     mux: Option<Box<super::mux::Mux>>,
+    /// It holds counters of its own (system mode is refused meanwhile).
+    hold: Option<crate::system_mode::CounterHold>,
 }
 
 /// What the counter page's slots depend on: when it changes, the page is written whole.
@@ -866,6 +878,7 @@ impl Drop for Running {
         self.finish_sampling();
         self.report_mux();
         self.release_hw();
+        crate::system_mode::release_if_held_by(self.task.index);
     }
 }
 
@@ -945,6 +958,7 @@ impl Running {
             vector: VectorState::new(),
             notify: notify::Notify::default(),
             mux: None,
+            hold: None,
         }
     }
 

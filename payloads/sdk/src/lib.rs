@@ -51,6 +51,8 @@ pub mod nr {
     pub const COUNTERS_THRESHOLD: u64 = 21;
     pub const NOTIFY_RETURN: u64 = 22;
     pub const COUNTERS_READ_SCALED: u64 = 23;
+    pub const SYSTEM_CONFIGURE: u64 = 24;
+    pub const SYSTEM_READ: u64 = 25;
 }
 
 /// `counters_configure` flag: more GP events than GP counters take turns on the counters

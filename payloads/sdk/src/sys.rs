@@ -257,6 +257,35 @@ pub fn counters_read_scaled(out: &mut [crate::Scaled]) -> Result<usize, Error> {
     Ok(n)
 }
 
+/// `system_configure`: counts `events` (`counters_configure` entries) on the whole machine, the
+/// kernel and every task (docs/syscall-abi.md "System mode"); `&[]` gives them back. The new
+/// generation; `Err(Busy)` while a task holds counters of its own or another holder has them.
+pub fn system_configure(events: &[u64]) -> Result<u64, Error> {
+    Error::check(syscall3(
+        nr::SYSTEM_CONFIGURE,
+        events.as_ptr() as u64,
+        events.len() as u64,
+        0,
+    ))
+}
+
+/// `system_read`: the system counters' 64-bit counts (into `values`), with their generation
+/// and the TSC ticks since they started: `(generation, tsc, n)`. `Err(NoEnt)` without them.
+pub fn system_read(values: &mut [u64]) -> Result<(u64, u64, usize), Error> {
+    let mut buf = [0u64; 3 + 16];
+    let n = Error::check(syscall3(
+        nr::SYSTEM_READ,
+        buf.as_mut_ptr() as u64,
+        (buf.len() * 8) as u64,
+        0,
+    ))? as usize;
+    values
+        .get_mut(..n)
+        .ok_or(Error::NoSpace)?
+        .copy_from_slice(&buf[3..3 + n]);
+    Ok((buf[0], buf[1], n))
+}
+
 /// `spawn` flag: add the child's counts (and virtual TSC) into the caller's when it ends.
 pub const SPAWN_ADD_CHILD: u64 = 1;
 

@@ -45,6 +45,8 @@ pub struct Policy {
     pub mux_interval_us: u32,
     /// The APIC timer frequency (the timer that ends a group's turn), if known.
     pub timer_hz: Option<u64>,
+    /// run.cfg `system`: system-wide counters over the run.
+    pub system: Vec<u64>,
 }
 
 static POLICY: spin::RwLock<Option<Policy>> = spin::RwLock::new(None);
@@ -67,6 +69,15 @@ pub(super) fn mux_interval_us() -> u32 {
 /// The APIC timer frequency, if known.
 pub(super) fn timer_hz() -> Option<u64> {
     POLICY.read().as_ref().and_then(|p| p.timer_hz)
+}
+
+/// run.cfg `system`.
+pub(super) fn system_events() -> Vec<u64> {
+    POLICY
+        .read()
+        .as_ref()
+        .map(|p| p.system.clone())
+        .unwrap_or_default()
 }
 
 fn sampled_events() -> Vec<SampleSpec> {
@@ -139,7 +150,10 @@ impl Running {
     pub(super) fn counters_refusal(&self) -> Option<i64> {
         if !self.counters_permitted() {
             Some(EPERM)
-        } else if self.notify.sampling || self.notify.saved.is_some() {
+        } else if self.notify.sampling
+            || self.notify.saved.is_some()
+            || crate::system_mode::active()
+        {
             Some(EBUSY)
         } else {
             None

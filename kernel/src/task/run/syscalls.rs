@@ -123,6 +123,8 @@ impl Running {
                 Err(_) => EINVAL,
             },
             nr::COUNTERS_NOTIFY => self.counters_notify(a, b),
+            nr::SYSTEM_CONFIGURE => self.system_configure(a, b),
+            nr::SYSTEM_READ => self.system_read(a, b),
             nr::COUNTERS_THRESHOLD => self.counters_threshold(a, b),
             // Outside a handler (inside, it returned above).
             nr::NOTIFY_RETURN => EINVAL,
@@ -489,6 +491,7 @@ impl Running {
         child.hw_msrs = self.hw_msrs.clone();
         child.hw_switch = self.hw_switch.as_ref().map(|s| s.copy());
         child.drop_inherited_thresholds();
+        child.sync_hold();
         child.mux = self.mux.as_deref().map(|m| Box::new(m.for_child()));
         child.start_sampling();
         child.budget = self.budget;
@@ -621,6 +624,7 @@ impl Running {
                     self.hw_msrs.clear();
                     self.hw_lost = None;
                     self.thresholds_cleared();
+                    self.sync_hold();
                     self.vc.generation() as i64
                 }
                 Err(_) => {
@@ -647,7 +651,7 @@ impl Running {
 
     /// `count` little-endian u64s from the task's memory at `ptr`; `None` unless all of them
     /// are mapped user memory of the task.
-    fn read_u64s(&self, ptr: u64, count: usize) -> Option<Vec<u64>> {
+    pub(super) fn read_u64s(&self, ptr: u64, count: usize) -> Option<Vec<u64>> {
         let len = count.checked_mul(8)?;
         let mut bytes = alloc::vec![0u8; len];
         self.space.read(ptr, &mut bytes).ok()?;
@@ -667,6 +671,10 @@ impl Running {
     /// (#GP: e.g. reserved bits in an offcore-response value) configures the events but loses
     /// their counts (`hw` module docs), so they are reported not measured, with the reason.
     pub(super) fn configure_events(&mut self, raw: &[u64], msrs: &[(u32, u64)]) -> i64 {
+        // System counters count the whole machine: a task's switches would stop them.
+        if crate::system_mode::active() {
+            return EBUSY;
+        }
         let mut vc = self.vc.clone();
         let old = core::mem::take(&mut self.hw);
         let old_msrs = core::mem::take(&mut self.hw_msrs);
@@ -700,6 +708,7 @@ impl Running {
                 // A new configuration: not multiplexed (unless the caller makes it so).
                 self.mux = None;
                 self.thresholds_cleared();
+                self.sync_hold();
                 self.make_switch();
                 if let Some(e) = refused {
                     self.lose_counts_because(format!(

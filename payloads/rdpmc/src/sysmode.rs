@@ -1,0 +1,175 @@
+//! Test payload: system mode end to end (tests/tests/system_mode.rs runs it on the emulated
+//! PMU under `-icount shift=0`). Counts `instructions:u`, `instructions:k` and both
+//! (`instructions`) on the whole machine with `system_configure` and reports, as `key=value`
+//! lines:
+//!
+//! - `g_configure`, `g_read_<i>`: the generation of the configuration and of each read;
+//! - `u_<i>`, `k_<i>`, `all_<i>`: the counts between reads i-1 and i: around `spin(N)`
+//!   (i = 1), `spin(2N)` (i = 2), a child that runs `spin(N)` (i = 3) and one that runs
+//!   `spin(2N)` (i = 4);
+//! - `child_configure_<c>`: what a child's own `counters_configure` gets (`EBUSY`);
+//! - `g_reconfigure`, `g_read_after`, `g_release`, `read_released`: reconfigured, read, given
+//!   back, read again (`ENOENT`);
+//! - `own_configure`, `system_while_own`: a task's own counters, then system mode (`EBUSY`);
+//! - `g_again`, `g_release_again`: system mode once its own counters are dropped.
+//!
+//! Started while run.cfg `system` holds the system counters it is an observer: it reports
+//! `observer=1`, what `system_configure` and `counters_configure` get (`EBUSY`), and the
+//! generation it reads, then runs `spin(N)`.
+#![cfg_attr(target_os = "none", no_std, no_main)]
+
+#[cfg(target_os = "none")]
+baremark_sdk::entry_with_arg!(body::run);
+
+#[cfg(target_os = "none")]
+mod body {
+    use core::fmt::Write as _;
+
+    use baremark_sdk::{Buf, Error, nr, syscall3};
+
+    const USR: u64 = 1 << 16;
+    const OS: u64 = 1 << 17;
+    const EVENTS: [u64; 3] = [0xc0 | USR, 0xc0 | OS, 0xc0 | USR | OS];
+    const N: u64 = 50_000;
+
+    #[inline(never)]
+    fn spin(n: u64) {
+        // SAFETY: a register-only loop.
+        unsafe {
+            core::arch::asm!(
+                "2:", "nop", "nop", "dec {n}", "jnz 2b",
+                n = inout(reg) n => _,
+                options(nomem, nostack),
+            );
+        }
+    }
+
+    fn configure(events: &[u64]) -> i64 {
+        syscall3(
+            nr::SYSTEM_CONFIGURE,
+            events.as_ptr() as u64,
+            events.len() as u64,
+            0,
+        )
+    }
+
+    /// `(generation, counts)`, or the error code.
+    #[inline(never)]
+    fn read() -> Result<(u64, [u64; 3]), i64> {
+        let mut buf = [0u64; 6];
+        let r = syscall3(nr::SYSTEM_READ, buf.as_mut_ptr() as u64, 48, 0);
+        if r < 0 {
+            return Err(r);
+        }
+        Ok((buf[0], [buf[3], buf[4], buf[5]]))
+    }
+
+    fn code(r: Result<u64, Error>) -> i64 {
+        match r {
+            Ok(v) => v as i64,
+            Err(Error::Busy) => -5,
+            Err(Error::Perm) => -12,
+            Err(Error::NoDev) => -11,
+            Err(_) => -99,
+        }
+    }
+
+    fn child_run(arg: u64) -> i64 {
+        let mut buf = Buf::<128>::new();
+        let own = code(baremark_sdk::counters_configure(&[EVENTS[0]]));
+        let _ = write!(buf, "child_configure_{arg}={own}");
+        let _ = baremark_sdk::report(buf.as_str());
+        spin(arg * N);
+        0
+    }
+
+    fn observer(refused: i64) -> i64 {
+        let mut buf = Buf::<256>::new();
+        let own = code(baremark_sdk::counters_configure(&[EVENTS[0]]));
+        let g = read().map(|(g, _)| g as i64).unwrap_or_else(|e| e);
+        let _ = write!(
+            buf,
+            "observer=1\nsystem_configure={refused}\nown_configure={own}\ng_read={g}"
+        );
+        let _ = baremark_sdk::report(buf.as_str());
+        spin(N);
+        0
+    }
+
+    fn spawn_wait(arg: u64) {
+        if let Ok(id) = baremark_sdk::spawn_with_arg("sysmode", 0, arg) {
+            let _ = baremark_sdk::wait(id);
+        }
+    }
+
+    pub fn run(arg: u64) -> i64 {
+        if arg != 0 {
+            return child_run(arg);
+        }
+        let g = configure(&EVENTS);
+        if g < 0 {
+            return observer(g);
+        }
+        let mut buf = Buf::<1024>::new();
+        let _ = writeln!(buf, "g_configure={g}");
+        // Reads around the same calls, so the differences between them are the loops'.
+        let mut reads = [(0u64, [0u64; 3]); 5];
+        let steps: [&dyn Fn(); 4] = [&|| spin(N), &|| spin(2 * N), &|| spawn_wait(1), &|| {
+            spawn_wait(2)
+        }];
+        reads[0] = read().unwrap_or_default();
+        for (i, step) in steps.iter().enumerate() {
+            step();
+            reads[i + 1] = read().unwrap_or_default();
+        }
+        for (i, r) in reads.iter().enumerate() {
+            let _ = writeln!(buf, "g_read_{i}={}", r.0);
+        }
+        for i in 1..5 {
+            let (a, b) = (reads[i - 1].1, reads[i].1);
+            let _ = writeln!(
+                buf,
+                "u_{i}={}\nk_{i}={}\nall_{i}={}",
+                b[0] - a[0],
+                b[1] - a[1],
+                b[2] - a[2]
+            );
+        }
+        let _ = baremark_sdk::report(buf.as_str());
+
+        let mut buf = Buf::<512>::new();
+        let _ = writeln!(buf, "g_reconfigure={}", configure(&EVENTS[..2]));
+        let _ = writeln!(
+            buf,
+            "g_read_after={}",
+            read().map(|(g, _)| g as i64).unwrap_or_else(|e| e)
+        );
+        let _ = writeln!(buf, "g_release={}", configure(&[]));
+        let _ = writeln!(
+            buf,
+            "read_released={}",
+            read().map(|(g, _)| g as i64).unwrap_or_else(|e| e)
+        );
+        let _ = writeln!(
+            buf,
+            "own_configure={}",
+            code(baremark_sdk::counters_configure(&[EVENTS[0]]))
+        );
+        let _ = writeln!(buf, "system_while_own={}", configure(&EVENTS));
+        let _ = baremark_sdk::counters_configure(&[]);
+        let _ = writeln!(buf, "g_again={}", configure(&EVENTS));
+        let _ = writeln!(buf, "g_release_again={}", configure(&[]));
+        let _ = baremark_sdk::report(buf.as_str());
+        0
+    }
+}
+
+#[cfg(not(target_os = "none"))]
+use baremark_sdk as _;
+
+#[cfg(not(target_os = "none"))]
+fn main() {
+    eprintln!(
+        "baremark payloads run in ring 3 under the baremark kernel; build them for x86_64-unknown-none."
+    );
+}
