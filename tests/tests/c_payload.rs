@@ -1,7 +1,8 @@
 //! The C payload example (`payloads/c`): built with the system's `make` and `gcc` into
 //! `target/tmp`, checked by the kernel's loader, then run under the harness in QEMU with
 //! `-icount shift=0`, where its `imul` chain must come out at exactly the instructions per
-//! iteration it reports, like the Rust suite's `add-latency` (tests/tests/harness.rs). Fails
+//! iteration it reports, like the Rust suite's `add-latency` (tests/tests/harness.rs); and its
+//! `counters.elf` (the counter syscalls from C) on the emulated PMU. Fails
 //! with the reason on machines without `make` or `gcc` (the test command's machines have both).
 
 use std::path::{Path, PathBuf};
@@ -27,10 +28,23 @@ fn have(tool: &str) -> bool {
         .is_ok_and(|o| o.status.success())
 }
 
-/// `bench.elf`, built once per test process; `None` (after a note) without the tools.
+/// `bench.elf`, built once per test process.
 fn elf() -> Option<&'static [u8]> {
-    static ELF: OnceLock<Option<Vec<u8>>> = OnceLock::new();
-    ELF.get_or_init(|| {
+    static ELF: OnceLock<Vec<u8>> = OnceLock::new();
+    Some(
+        ELF.get_or_init(|| std::fs::read(built().join("bench.elf")).expect("make wrote bench.elf")),
+    )
+}
+
+/// `counters.elf`.
+fn counters_elf() -> Vec<u8> {
+    std::fs::read(built().join("counters.elf")).expect("make wrote counters.elf")
+}
+
+/// The folder `make` built payloads/c into, once per test process.
+fn built() -> &'static Path {
+    static OUT: OnceLock<PathBuf> = OnceLock::new();
+    OUT.get_or_init(|| {
         // Without the tools the test cannot run its subject: it fails, never passes silently.
         assert!(
             have("make") && have("gcc"),
@@ -52,9 +66,8 @@ fn elf() -> Option<&'static [u8]> {
             String::from_utf8_lossy(&built.stdout),
             String::from_utf8_lossy(&built.stderr)
         );
-        Some(std::fs::read(out.join("bench.elf")).expect("make wrote bench.elf"))
+        out
     })
-    .as_deref()
 }
 
 fn run(elf: &[u8], overhead: Overhead) -> RunOutcome {
@@ -139,4 +152,65 @@ fn the_c_imul_chain_is_exactly_its_instruction_count_per_iteration() {
         assert_eq!(summary.u64("errors"), Some(0));
         assert!(outcome.records_of("harness_error").next().is_none());
     }
+}
+
+/// The counter syscalls from C (payloads/c/counters.c) on the emulated PMU: the overflow
+/// handler at exactly every P instructions, eight events multiplexed, system mode refused while
+/// the task has counters and granted after.
+#[test]
+fn the_c_sdk_notifies_multiplexes_and_counts_the_system() {
+    const P: i64 = 10_007;
+    const N: i64 = 25_000;
+    let config = RunConfig {
+        timer_checks: false,
+        payloads: vec![("counters".to_string(), counters_elf())],
+        ..RunConfig::default()
+    };
+    let outcome = baremark_tests::boot_emulated(
+        Firmware::Bios,
+        config,
+        Duration::from_secs(120),
+        baremark::qemu::PmuModel::IntelV5,
+    );
+    assert_eq!(
+        outcome.verdict(),
+        Verdict::Success,
+        "{}",
+        outcome.tail_text()
+    );
+    let values = &outcome
+        .records_of("report")
+        .next()
+        .unwrap_or_else(|| panic!("no report: {}", outcome.tail_text()))
+        .get("values");
+    let v = |k: &str| -> i64 {
+        values[k]
+            .as_str()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| panic!("no {k}: {values}"))
+    };
+    assert!(v("configure") > 0, "{values}");
+    assert_eq!((v("set_handler"), v("threshold")), (0, 0), "{values}");
+    let stopped = v("stopped");
+    assert!(stopped > 4 * N, "{values}");
+    assert_eq!(v("notifications"), stopped / P, "{values}");
+    assert_eq!(v("first"), P, "{values}");
+    assert_eq!(v("last"), v("notifications") * P, "{values}");
+    assert_eq!(v("mux_n"), 8, "{values}");
+    let (raw, enabled, running) = (v("mux_raw_0"), v("mux_enabled"), v("mux_running_0"));
+    assert!(0 < running && running < enabled, "{values}");
+    // The estimate of a loop of 160N instructions (and the calls around it), within 1%.
+    let estimate = raw as i128 * enabled as i128 / running as i128;
+    let exact = 160 * N as i128;
+    assert!(
+        (exact..exact * 101 / 100).contains(&estimate),
+        "{estimate}: {values}"
+    );
+    assert_eq!(v("mux_running_0") + v("mux_running_7"), enabled, "{values}");
+    assert_eq!(v("system_while_own"), -5, "EBUSY: {values}");
+    let g = v("system_configure");
+    assert!(g > 0, "{values}");
+    assert_eq!(v("system_read"), 1, "{values}");
+    assert_eq!(v("system_generation"), g, "{values}");
+    assert_eq!(v("system_release"), g + 1, "{values}");
 }
