@@ -315,7 +315,7 @@ fn notes(b: &Benchmark) -> String {
     if let Some(r) = b.typed.iter().find(|r| r.multiplexed) {
         let _ = writeln!(
             out,
-            "   multiplexed: {} groups measured in turn, each over all {} repetitions (not scaled)",
+            "   event groups: {} measured one after another, each over all {} repetitions (exact, not scaled)",
             r.groups.map_or("?".into(), |g| g.to_string()),
             r.reps.map_or("?".into(), |n| n.to_string())
         );
@@ -504,7 +504,7 @@ pub fn summary(res: &Results) -> String {
     {
         let _ = writeln!(
             out,
-            "   multiplexed: {} groups measured in turn, each over all repetitions (not scaled)",
+            "   event groups: {} measured one after another, each over all repetitions (exact, not scaled)",
             r.groups.map_or("?".into(), |g| g.to_string())
         );
     }
