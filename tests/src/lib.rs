@@ -99,6 +99,66 @@ pub fn boot_emulated(
     boot_with(qemu, config)
 }
 
+/// A BIOS boot of `payloads` (built-in payloads by name: `(ramdisk name, built-in)`) with
+/// `extra` run.cfg lines on the emulated PMU `model`, no timer checks, 180 s; panics with the
+/// serial tail unless the run succeeded.
+pub fn boot_payloads_emulated(
+    model: baremark::qemu::PmuModel,
+    payloads: &[(&str, &str)],
+    extra: &[&str],
+    budget_ms: Option<u32>,
+) -> RunOutcome {
+    let config = RunConfig {
+        timer_checks: false,
+        task_budget_ms: budget_ms,
+        extra_lines: extra.iter().map(|l| l.to_string()).collect(),
+        payloads: payloads
+            .iter()
+            .map(|&(name, elf)| {
+                let p = baremark::payloads::builtin(elf)
+                    .unwrap_or_else(|| panic!("no built-in payload {elf}"));
+                (name.to_string(), p.elf.to_vec())
+            })
+            .collect(),
+        ..RunConfig::default()
+    };
+    let outcome = boot_emulated(Firmware::Bios, config, Duration::from_secs(180), model);
+    assert_eq!(
+        outcome.verdict(),
+        baremark::session::Verdict::Success,
+        "{model:?}: {}",
+        outcome.tail_text()
+    );
+    outcome
+}
+
+/// Every `key=value` the task with `task_index` `index` reported (`report` records with
+/// `values`); panics if it reported none.
+pub fn reported_values(
+    outcome: &RunOutcome,
+    index: u64,
+) -> std::collections::BTreeMap<String, String> {
+    let mut values = std::collections::BTreeMap::new();
+    for r in outcome
+        .records_of("report")
+        .filter(|r| r.u64("task_index") == Some(index))
+    {
+        let obj = r
+            .get("values")
+            .as_object()
+            .unwrap_or_else(|| panic!("a report of text, not values: {}", r.value));
+        for (k, v) in obj {
+            values.insert(k.clone(), v.as_str().unwrap_or_default().to_string());
+        }
+    }
+    assert!(
+        !values.is_empty(),
+        "no report of task #{index}: {}",
+        outcome.tail_text()
+    );
+    values
+}
+
 /// The run succeeded and the harness refused nothing, or a panic that shows the serial tail.
 pub fn expect_clean_harness_run(outcome: &RunOutcome) {
     assert_eq!(

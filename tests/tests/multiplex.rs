@@ -5,32 +5,13 @@
 //! exactly, and the kernel's `multiplexed_counts` record must say the same.
 
 use std::collections::BTreeMap;
-use std::time::Duration;
 
-use baremark::image::{Firmware, RunConfig};
-use baremark::payloads::builtin;
 use baremark::qemu::PmuModel;
-use baremark::session::{RunOutcome, Verdict};
-use baremark_tests::boot_emulated;
+use baremark::session::RunOutcome;
+use baremark_tests::boot_payloads_emulated;
 
 fn boot(model: PmuModel) -> RunOutcome {
-    let config = RunConfig {
-        timer_checks: false,
-        extra_lines: vec!["mux_interval_us = 200".to_string()],
-        payloads: vec![(
-            "mux".to_string(),
-            builtin("mux").expect("built-in").elf.to_vec(),
-        )],
-        ..RunConfig::default()
-    };
-    let outcome = boot_emulated(Firmware::Bios, config, Duration::from_secs(180), model);
-    assert_eq!(
-        outcome.verdict(),
-        Verdict::Success,
-        "{model:?}: {}",
-        outcome.tail_text()
-    );
-    outcome
+    boot_payloads_emulated(model, &[("mux", "mux")], &["mux_interval_us = 200"], None)
 }
 
 fn reported(outcome: &RunOutcome) -> BTreeMap<String, u64> {

@@ -6,13 +6,10 @@
 //! (`EBUSY` in a handler, `EINVAL`, `EPERM` by run.cfg `counters`, `ENODEV` on plain TCG).
 
 use std::collections::BTreeMap;
-use std::time::Duration;
 
-use baremark::image::{Firmware, RunConfig};
-use baremark::payloads::builtin;
 use baremark::qemu::PmuModel;
-use baremark::session::{RunOutcome, Verdict};
-use baremark_tests::boot_emulated;
+use baremark::session::RunOutcome;
+use baremark_tests::{boot_payloads_emulated, reported_values};
 
 /// The payload's loop and period (payloads/rdpmc/src/notify.rs).
 const N: u64 = 25_000;
@@ -22,54 +19,15 @@ const EBUSY: &str = "-5";
 /// `wait` for a child that faulted or was killed.
 const EABORTED: &str = "-7";
 
-fn config(extra: &[&str]) -> RunConfig {
-    RunConfig {
-        timer_checks: false,
-        // The child whose handler never returns meets the watchdog.
-        task_budget_ms: Some(500),
-        extra_lines: extra.iter().map(|l| l.to_string()).collect(),
-        payloads: vec![(
-            "notify".to_string(),
-            builtin("notify").expect("built-in").elf.to_vec(),
-        )],
-        ..RunConfig::default()
-    }
-}
-
+/// `notify` with `extra` run.cfg lines; the child whose handler never returns meets the
+/// watchdog (500 ms).
 fn boot(model: PmuModel, extra: &[&str]) -> RunOutcome {
-    let outcome = boot_emulated(
-        Firmware::Bios,
-        config(extra),
-        Duration::from_secs(180),
-        model,
-    );
-    assert_eq!(
-        outcome.verdict(),
-        Verdict::Success,
-        "{model:?}: {}",
-        outcome.tail_text()
-    );
-    outcome
+    boot_payloads_emulated(model, &[("notify", "notify")], extra, Some(500))
 }
 
 /// The parent's `report` values (task_index 0).
 fn reported(outcome: &RunOutcome) -> BTreeMap<String, String> {
-    reported_by(outcome, 0)
-}
-
-/// The `report` values of the task with `task_index` `index`.
-fn reported_by(outcome: &RunOutcome, index: u64) -> BTreeMap<String, String> {
-    let mut values = BTreeMap::new();
-    for r in outcome
-        .records_of("report")
-        .filter(|r| r.u64("task_index") == Some(index))
-    {
-        for (k, v) in r.get("values").as_object().expect("key=value report") {
-            values.insert(k.clone(), v.as_str().unwrap().to_string());
-        }
-    }
-    assert!(!values.is_empty(), "no report: {}", outcome.tail_text());
-    values
+    reported_values(outcome, 0)
 }
 
 fn num(values: &BTreeMap<String, String>, key: &str) -> u64 {
@@ -160,22 +118,11 @@ fn a_payload_not_allowed_counters_gets_eperm() {
 /// and goes on.
 #[test]
 fn sampling_records_every_period() {
-    let mut cfg = config(&["sample = 0x100c0@1000"]);
-    cfg.payloads = ["loop2000", "notify"]
-        .iter()
-        .map(|&n| (n.to_string(), builtin(n).expect("built-in").elf.to_vec()))
-        .collect();
-    let outcome = boot_emulated(
-        Firmware::Bios,
-        cfg,
-        Duration::from_secs(180),
+    let outcome = boot_payloads_emulated(
         PmuModel::IntelV5,
-    );
-    assert_eq!(
-        outcome.verdict(),
-        Verdict::Success,
-        "{}",
-        outcome.tail_text()
+        &[("loop2000", "loop2000"), ("notify", "notify")],
+        &["sample = 0x100c0@1000"],
+        Some(500),
     );
     let rips: Vec<u64> = outcome
         .records_of("profile_samples")
@@ -205,7 +152,7 @@ fn sampling_records_every_period() {
         "{rips:x?}"
     );
     // The sampled `notify` payload cannot configure counters of its own: EBUSY, and it goes on.
-    let v = reported_by(&outcome, 1);
+    let v = reported_values(&outcome, 1);
     assert_eq!(v["configure"], EBUSY, "{v:?}");
     assert!(outcome.records_of("profile_summary").count() >= 2);
 }

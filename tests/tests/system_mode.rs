@@ -5,14 +5,11 @@
 //! the run's counts, read around every payload, add up exactly.
 
 use std::collections::BTreeMap;
-use std::time::Duration;
 
-use baremark::image::{Firmware, RunConfig};
-use baremark::payloads::builtin;
 use baremark::qemu::PmuModel;
 use baremark::records::Record;
-use baremark::session::{RunOutcome, Verdict};
-use baremark_tests::boot_emulated;
+use baremark::session::RunOutcome;
+use baremark_tests::{boot_payloads_emulated, reported_values};
 
 /// The payload's loop: `spin(N)` is 4N instructions in ring 3.
 const N: u64 = 50_000;
@@ -20,47 +17,20 @@ const EBUSY: i64 = -5;
 const ENOENT: i64 = -4;
 
 fn boot(model: PmuModel, payloads: &[(&str, &str)], extra: &[&str]) -> RunOutcome {
-    let config = RunConfig {
-        timer_checks: false,
-        extra_lines: extra.iter().map(|l| l.to_string()).collect(),
-        payloads: payloads
-            .iter()
-            .map(|&(name, elf)| {
-                (
-                    name.to_string(),
-                    builtin(elf).expect("built-in").elf.to_vec(),
-                )
-            })
-            .collect(),
-        ..RunConfig::default()
-    };
-    let outcome = boot_emulated(Firmware::Bios, config, Duration::from_secs(180), model);
-    assert_eq!(
-        outcome.verdict(),
-        Verdict::Success,
-        "{model:?}: {}",
-        outcome.tail_text()
-    );
-    outcome
+    boot_payloads_emulated(model, payloads, extra, None)
 }
 
 /// Every `report` value of the task with `task_index` `index`, as a number.
 fn reported(outcome: &RunOutcome, index: u64) -> BTreeMap<String, i64> {
-    let mut values = BTreeMap::new();
-    for r in outcome
-        .records_of("report")
-        .filter(|r| r.u64("task_index") == Some(index))
-    {
-        for (k, v) in r.get("values").as_object().expect("key=value report") {
-            values.insert(k.clone(), v.as_str().unwrap().parse().unwrap());
-        }
-    }
-    assert!(
-        !values.is_empty(),
-        "no report of #{index}: {}",
-        outcome.tail_text()
-    );
-    values
+    reported_values(outcome, index)
+        .into_iter()
+        .map(|(k, v)| {
+            let n = v
+                .parse()
+                .unwrap_or_else(|_| panic!("{k}={v} is not a number"));
+            (k, n)
+        })
+        .collect()
 }
 
 fn window(model: PmuModel) {

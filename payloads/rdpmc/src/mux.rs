@@ -10,7 +10,11 @@
 baremark_sdk::entry!(body::run);
 
 #[cfg(target_os = "none")]
+mod common;
+
+#[cfg(target_os = "none")]
 mod body {
+    use crate::common::spin;
     use core::fmt::Write as _;
 
     use baremark_sdk::{Buf, Scaled};
@@ -18,18 +22,6 @@ mod body {
     const USR: u64 = 1 << 16;
     /// Loop iterations: 4 instructions and 1 branch each.
     const M: u64 = 2_000_000;
-
-    #[inline(never)]
-    fn spin(n: u64) {
-        // SAFETY: a register-only loop.
-        unsafe {
-            core::arch::asm!(
-                "2:", "nop", "nop", "dec {n}", "jnz 2b",
-                n = inout(reg) n => _,
-                options(nomem, nostack),
-            );
-        }
-    }
 
     fn events() -> [u64; 8] {
         let r = core::arch::x86_64::__cpuid_count(0, 0);

@@ -22,7 +22,11 @@
 baremark_sdk::entry_with_arg!(body::run);
 
 #[cfg(target_os = "none")]
+mod common;
+
+#[cfg(target_os = "none")]
 mod body {
+    use crate::common::spin;
     use core::fmt::Write as _;
     use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
@@ -41,20 +45,6 @@ mod body {
     static RIPS: [AtomicU64; MAX_SEEN] = [const { AtomicU64::new(0) }; MAX_SEEN];
     static IN_HANDLER_THRESHOLD: AtomicU64 = AtomicU64::new(0);
     static IN_HANDLER_CONFIGURE: AtomicU64 = AtomicU64::new(0);
-
-    /// `n` iterations of `nop; nop; dec; jnz` (4 instructions each). Not inlined, so its address
-    /// range is known to the handler's RIP check.
-    #[inline(never)]
-    extern "C" fn spin(n: u64) {
-        // SAFETY: a register-only loop.
-        unsafe {
-            core::arch::asm!(
-                "2:", "nop", "nop", "dec {n}", "jnz 2b",
-                n = inout(reg) n => _,
-                options(nomem, nostack),
-            );
-        }
-    }
 
     fn code(r: Result<u64, Error>) -> i64 {
         match r {

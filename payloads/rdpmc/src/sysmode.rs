@@ -22,7 +22,11 @@
 baremark_sdk::entry_with_arg!(body::run);
 
 #[cfg(target_os = "none")]
+mod common;
+
+#[cfg(target_os = "none")]
 mod body {
+    use crate::common::spin;
     use core::fmt::Write as _;
 
     use baremark_sdk::{Buf, Error, nr, syscall3};
@@ -31,18 +35,6 @@ mod body {
     const OS: u64 = 1 << 17;
     const EVENTS: [u64; 3] = [0xc0 | USR, 0xc0 | OS, 0xc0 | USR | OS];
     const N: u64 = 50_000;
-
-    #[inline(never)]
-    fn spin(n: u64) {
-        // SAFETY: a register-only loop.
-        unsafe {
-            core::arch::asm!(
-                "2:", "nop", "nop", "dec {n}", "jnz 2b",
-                n = inout(reg) n => _,
-                options(nomem, nostack),
-            );
-        }
-    }
 
     fn configure(events: &[u64]) -> i64 {
         syscall3(
