@@ -176,7 +176,7 @@ fn parse_samples(value: &str) -> Option<Vec<SampleSpec>> {
             let (word, period) = part.trim().split_once('@')?;
             let word = u64::from_str_radix(word.trim().strip_prefix("0x")?, 16).ok()?;
             let period = period.trim().parse::<u64>().ok()?;
-            (1..=crate::task::threshold::PERIOD_MAX)
+            (crate::task::threshold::PERIOD_MIN..=crate::task::threshold::PERIOD_MAX)
                 .contains(&period)
                 .then_some(SampleSpec { word, period })
         })
@@ -536,7 +536,7 @@ pub fn parse<'a>(text: &'a str, report: &mut dyn FnMut(ConfigError<'a>)) -> RunC
             17 => match parse_samples(value) {
                 Some(specs) => config.sample = specs,
                 None => report(bad(
-                    "WORD@PERIOD[,WORD@PERIOD...]: a 0x-hex counters_configure entry and 1 to \
+                    "WORD@PERIOD[,WORD@PERIOD...]: a 0x-hex counters_configure entry and 1000 to \
                      2147483647 events, at most 8",
                 )),
             },
@@ -645,6 +645,7 @@ mod tests {
         assert!(RunConfig::default().counters.allows("a"));
         for bad in [
             "sample = 0x5100c0@0",
+            "sample = 0x5100c0@999",
             "sample = 0x5100c0@2147483648",
             "sample = 5100c0@10",
             "sample = 0x5100c0",

@@ -314,7 +314,7 @@ pub fn boot_with_text_time(
 }
 
 /// The fuzzer's result counts, as its report names them: values, then each ABI error code.
-pub const FUZZ_RESULTS: [&str; 11] = [
+pub const FUZZ_RESULTS: [&str; 13] = [
     "ok",
     "einval",
     "efault",
@@ -326,6 +326,8 @@ pub const FUZZ_RESULTS: [&str; 11] = [
     "ecounters",
     "enomem",
     "elimit",
+    "enodev",
+    "eperm",
 ];
 
 /// One run of the syscall fuzzer (`fuzz-syscalls`, docs/reliability.md).

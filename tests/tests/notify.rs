@@ -48,6 +48,7 @@ fn check_model(model: PmuModel) {
     assert_eq!(v["threshold_no_handler"], EINVAL, "{ctx}");
     assert_eq!(v["threshold_bad_slot"], EINVAL, "{ctx}");
     assert_eq!(v["threshold_big_period"], EINVAL, "{ctx}");
+    assert_eq!(v["threshold_small_period"], EINVAL, "{ctx}");
     assert_eq!(v["set"], "0", "{ctx}");
     // The loop's own count is the same with and without notifications, and it is the loop.
     let plain = num(&v, "plain_delta");

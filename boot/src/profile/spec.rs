@@ -12,6 +12,9 @@ use crate::qemu::PmuModel;
 /// The largest period the kernel takes (2^31 - 1: Intel's legacy counter writes are
 /// sign-extended 32-bit values).
 pub const PERIOD_MAX: u64 = (1 << 31) - 1;
+/// The smallest (every period costs the task a PMI and a kernel round trip:
+/// `task::threshold::PERIOD_MIN` in the kernel).
+pub const PERIOD_MIN: u64 = 1000;
 
 /// One sampled event.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -39,12 +42,18 @@ pub fn split(arg: &str) -> Result<(&str, u64)> {
     let period = period.trim();
     if period.is_empty() {
         bail!(
-            "--sample {arg}: no period after `@` (events between two samples, 1 to {PERIOD_MAX})"
+            "--sample {arg}: no period after `@` (events between two samples, {PERIOD_MIN} to {PERIOD_MAX})"
         );
     }
     match period.parse::<u64>() {
-        Ok(p) if (1..=PERIOD_MAX).contains(&p) => Ok((event, p)),
-        Ok(0) => bail!("--sample {arg}: the period is 0; it is 1 to {PERIOD_MAX} events"),
+        Ok(p) if (PERIOD_MIN..=PERIOD_MAX).contains(&p) => Ok((event, p)),
+        Ok(0) => {
+            bail!("--sample {arg}: the period is 0; it is {PERIOD_MIN} to {PERIOD_MAX} events")
+        }
+        Ok(p) if p < PERIOD_MIN => bail!(
+            "--sample {arg}: the period {p} is too small: at least {PERIOD_MIN} events (every \
+             period costs the task a PMI and a kernel round trip)"
+        ),
         Ok(_) => bail!(
             "--sample {arg}: the period {period} is too large: at most {PERIOD_MAX} events \
              (2^31 - 1)"
@@ -196,12 +205,12 @@ mod tests {
         assert_eq!(s[0].period, 10007);
         assert_eq!(s[0].event, "instructions:u");
         let amd = encode(
-            &["cycles@100003".into(), "instructions:k@7".into()],
+            &["cycles@100003".into(), "instructions:k@7001".into()],
             &emulated_caps(PmuModel::AmdCore),
             "the PMU",
         )
         .unwrap();
-        assert_eq!(config_value(&amd), "0x30076@100003,0x200c0@7");
+        assert_eq!(config_value(&amd), "0x30076@100003,0x200c0@7001");
         assert_eq!(
             name_of_word(0x1_00c0, Some(Vendor::Intel)),
             "instructions:u"
@@ -226,14 +235,15 @@ mod tests {
         assert!(err("instructions@").contains("no period"));
         assert!(err("@100").contains("no event"));
         assert!(err("instructions@0").contains("the period is 0"));
+        assert!(err("instructions@999").contains("too small"));
         assert!(err("instructions@2147483648").contains("too large"));
         assert!(err("instructions@1e4").contains("not a whole number"));
-        let unknown = err("instrucions@100");
+        let unknown = err("instrucions@1000");
         assert!(
             unknown.contains("instrucions") && unknown.contains('^'),
             "{unknown}"
         );
-        assert!(err("{cycles,instructions}@100").contains("one event per --sample"));
+        assert!(err("{cycles,instructions}@1000").contains("one event per --sample"));
         let five: Vec<String> = (0..5).map(|_| "cycles@1000".to_string()).collect();
         let many = format!("{:#}", encode(&five, &intel(), "the PMU").unwrap_err());
         assert!(

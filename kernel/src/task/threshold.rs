@@ -17,6 +17,11 @@ use alloc::vec::Vec;
 /// `max_period` for it).
 pub const PERIOD_MAX: u64 = (1 << 31) - 1;
 
+/// The smallest period: every period costs a PMI, a kernel round trip and (notifying) a run of
+/// the handler, so a period of a few events would leave the task crawling, one period per
+/// round trip (perf throttles for the same reason). 1000 keeps that cost under a few percent.
+pub const PERIOD_MIN: u64 = 1000;
+
 /// RIPs per `profile_samples` record (a record line stays far below 4096 bytes).
 pub const SAMPLES_PER_RECORD: usize = 64;
 
@@ -41,14 +46,14 @@ pub struct Threshold {
 /// Why a threshold cannot be set.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PeriodError {
-    /// 0 or above [`PERIOD_MAX`].
+    /// Below [`PERIOD_MIN`] or above [`PERIOD_MAX`].
     OutOfRange,
 }
 
 impl Threshold {
     /// A threshold of `period` events counted from `value` (the slot's value now).
     pub fn new(period: u64, value: u64, action: Action) -> Result<Threshold, PeriodError> {
-        if period == 0 || period > PERIOD_MAX {
+        if !(PERIOD_MIN..=PERIOD_MAX).contains(&period) {
             return Err(PeriodError::OutOfRange);
         }
         Ok(Threshold {
@@ -134,6 +139,11 @@ mod tests {
             Err(PeriodError::OutOfRange)
         );
         assert_eq!(
+            Threshold::new(PERIOD_MIN - 1, 0, Action::Notify),
+            Err(PeriodError::OutOfRange)
+        );
+        assert!(Threshold::new(PERIOD_MIN, 0, Action::Notify).is_ok());
+        assert_eq!(
             Threshold::new(PERIOD_MAX + 1, 0, Action::Notify),
             Err(PeriodError::OutOfRange)
         );
@@ -143,18 +153,18 @@ mod tests {
 
     #[test]
     fn crossings_move_by_whole_periods() {
-        let mut t = Threshold::new(100, 30, Action::Notify).unwrap();
-        assert_eq!(t.next, 130);
-        assert_eq!(t.cross(129), 0);
-        assert!(!t.due(129));
-        assert!(t.due(130));
-        assert_eq!(t.cross(130), 1);
-        assert_eq!(t.next, 230);
+        let mut t = Threshold::new(1000, 30, Action::Notify).unwrap();
+        assert_eq!(t.next, 1030);
+        assert_eq!(t.cross(1029), 0);
+        assert!(!t.due(1029));
+        assert!(t.due(1030));
+        assert_eq!(t.cross(1030), 1);
+        assert_eq!(t.next, 2030);
         // a late look past two more ends
-        assert_eq!(t.cross(431), 3);
-        assert_eq!(t.next, 530);
+        assert_eq!(t.cross(4031), 3);
+        assert_eq!(t.next, 5030);
         t.restart();
-        assert_eq!(t.next, 100);
+        assert_eq!(t.next, 1000);
     }
 
     #[test]

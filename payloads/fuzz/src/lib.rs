@@ -71,8 +71,11 @@ pub fn parse_args(text: &str) -> Result<Params, &'static str> {
 }
 
 /// The syscall numbers the ABI has (docs/syscall-abi.md); 0 (`exit`) is never called.
-pub const NR_MAX: u64 = 19;
+pub const NR_MAX: u64 = 25;
 pub const NR_READ_WINDOW: u64 = 13;
+pub const NR_COUNTERS_CONFIGURE: u64 = 2;
+pub const NR_COUNTERS_NOTIFY: u64 = 20;
+pub const NR_SYSTEM_CONFIGURE: u64 = 24;
 
 /// Where the task's memory is (docs/syscall-abi.md): its image from 0x40_0000, its stack below
 /// 0x7fff_8000_0000 (16 pages), the counter page.
@@ -132,8 +135,9 @@ pub const DICTIONARY: [u64; 40] = [
 /// syscalls that write (docs/syscall-abi.md), with the length their contract allows.
 pub fn may_write(nr: u64, args: &[u64; 6]) -> Option<(u64, u64)> {
     match nr {
-        6 | 14 | 19 => Some((args[0], args[1])), // counters_read, bench_plan, args
-        11 => Some((args[0], 16)),               // time
+        // counters_read, bench_plan, args, counters_read_scaled, system_read
+        6 | 14 | 19 | 23 | 25 => Some((args[0], args[1])),
+        11 => Some((args[0], 16)), // time
         _ => None,
     }
 }
@@ -156,8 +160,8 @@ pub fn find_canary(buf: &[u8]) -> Option<usize> {
     (0..=buf.len() - 8).find(|&i| (0..16).any(|k| (0..8).all(|j| buf[i + j] == canary(k + j))))
 }
 
-/// The ABI's error codes: -1 (`EINVAL`) to -10 (`ELIMIT`).
-pub const ERRORS: usize = 10;
+/// The ABI's error codes: -1 (`EINVAL`) to -12 (`EPERM`).
+pub const ERRORS: usize = 12;
 
 /// A syscall's result is a value (>= 0) or one of the ABI's error codes.
 pub fn valid_result(r: i64) -> bool {
@@ -223,7 +227,7 @@ mod tests {
 
     #[test]
     fn results_outside_the_codes_are_invalid() {
-        assert!(valid_result(0) && valid_result(i64::MAX) && valid_result(-10));
-        assert!(!valid_result(-11) && !valid_result(i64::MIN));
+        assert!(valid_result(0) && valid_result(i64::MAX) && valid_result(-12));
+        assert!(!valid_result(-13) && !valid_result(i64::MIN));
     }
 }

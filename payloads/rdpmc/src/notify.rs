@@ -194,9 +194,10 @@ mod body {
         let _ = notify::set_handler(Some(handler));
         let _ = writeln!(
             buf,
-            "threshold_bad_slot={}\nthreshold_big_period={}",
+            "threshold_bad_slot={}\nthreshold_big_period={}\nthreshold_small_period={}",
             code(notify::threshold(1, P).map(|_| 0)),
-            code(notify::threshold(0, 1 << 31).map(|_| 0))
+            code(notify::threshold(0, 1 << 31).map(|_| 0)),
+            code(notify::threshold(0, 999).map(|_| 0))
         );
         let set = notify::threshold(0, P);
         // Counted from 0 from here: the k-th notification is at exactly k * P.

@@ -215,7 +215,7 @@ pub mod notify {
 
     /// Notifies the handler every `period` events of slot `slot`, counted from now (0: no
     /// more). Needs a handler; `Err(Invalid)` for a slot the task did not configure or a period
-    /// above 2^31 - 1; `Err(NoDev)` without counters.
+    /// outside 1000 to 2^31 - 1; `Err(NoDev)` without counters.
     pub fn threshold(slot: usize, period: u64) -> Result<(), Error> {
         Error::check(syscall3(nr::COUNTERS_THRESHOLD, slot as u64, period, 0)).map(|_| ())
     }

@@ -18,8 +18,9 @@ mod fuzz {
     use core::fmt::Write as _;
 
     use baremark_payload_fuzz::{
-        DICTIONARY, ERRORS, IMAGE_START, NR_MAX, NR_READ_WINDOW, Params, Rng, find_canary,
-        may_write, parse_args, valid_result,
+        DICTIONARY, ERRORS, IMAGE_START, NR_COUNTERS_CONFIGURE, NR_COUNTERS_NOTIFY, NR_MAX,
+        NR_READ_WINDOW, NR_SYSTEM_CONFIGURE, Params, Rng, find_canary, may_write, parse_args,
+        valid_result,
     };
     use baremark_sdk::Buf;
 
@@ -99,6 +100,13 @@ mod fuzz {
         }
     }
 
+    unsafe extern "C" {
+        /// The SDK's overflow-handler entry (`baremark_sdk::notify`).
+        fn baremark_notify_entry();
+    }
+
+    extern "C" fn ignore_notification(_: u64, _: u64, _: u64, _: u64) {}
+
     struct Failure {
         call: u64,
         nr: u64,
@@ -131,7 +139,7 @@ mod fuzz {
 
         let out_base = OUT.0.get() as u64;
         let code = main as *const () as u64;
-        let mut by_code = [0u64; ERRORS + 1]; // [ok, -1, ..., -10]
+        let mut by_code = [0u64; ERRORS + 1]; // [ok, -1, ..., -12]
         let mut failures = 0u64;
         let mut first: Option<Failure> = None;
         let mut rng = Rng::new(seed);
@@ -153,7 +161,26 @@ mod fuzz {
                 args[0] = 0x1000;
                 args[1] = 0x1000;
             }
+            // counters_configure refuses unknown flag bits (RDX): one call in four gets valid
+            // entries and only the known flag, so that on a PMU configurations succeed (plain,
+            // multiplexed with more entries than counters, or refused for the fixed counter) and
+            // the counters are programmed, switched and read under the random calls that follow.
+            if nr == NR_COUNTERS_CONFIGURE && r.below(4) == 0 {
+                args[0] = ENTRIES.as_ptr() as u64;
+                args[1] = 1 + r.below(ENTRIES.len() as u64);
+                args[2] &= baremark_sdk::CONFIGURE_MULTIPLEX;
+            }
+            // An overflow handler at a random address would end the fuzzer at its first
+            // notification: a handler is always the SDK's entry with a handler that returns.
+            if nr == NR_COUNTERS_NOTIFY && args[0] != 0 {
+                args[0] = baremark_notify_entry as *const () as u64;
+                args[1] = ignore_notification as *const () as u64;
+            }
             let result = syscall6(nr, &args);
+            // System counters taken would refuse every later counters_configure: given back.
+            if nr == NR_SYSTEM_CONFIGURE && result >= 0 {
+                syscall6(NR_SYSTEM_CONFIGURE, &[0, 0, 0, 0, 0, 0]);
+            }
             if nr == NR_READ_WINDOW {
                 syscall6(NR_READ_WINDOW, &[0, 0, 0, 0, 0, 0]);
                 syscall6(NR_READ_WINDOW, &[0, 0, 1, 0, 0, 0]);
@@ -217,7 +244,7 @@ mod fuzz {
         let mut rep = Buf::<1024>::new();
         let _ = write!(
             rep,
-            "seed={seed}\ncalls={calls}\nok={}\neinval={}\nefault={}\nenosys={}\nenoent={}\nebusy={}\nenospc={}\neaborted={}\necounters={}\nenomem={}\nelimit={}\nfailures={failures}\ncounter_page_canary={}\n",
+            "seed={seed}\ncalls={calls}\nok={}\neinval={}\nefault={}\nenosys={}\nenoent={}\nebusy={}\nenospc={}\neaborted={}\necounters={}\nenomem={}\nelimit={}\nenodev={}\neperm={}\nfailures={failures}\ncounter_page_canary={}\n",
             by_code[0],
             by_code[1],
             by_code[2],
@@ -229,6 +256,8 @@ mod fuzz {
             by_code[8],
             by_code[9],
             by_code[10],
+            by_code[11],
+            by_code[12],
             if page_leak { "found" } else { "none" },
         );
         match &first {
