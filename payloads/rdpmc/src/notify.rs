@@ -10,7 +10,8 @@
 //!   `counters_reset`, so the handler must have run `stopped / P` times), `notifications`, and
 //!   `count_<k>`, `periods_<k>`, `rip_in_spin_<k>` for each;
 //! - `regs_ok`: registers (general and XMM0) kept across notifications while the handler
-//!   clobbers XMM0;
+//!   clobbers XMM0; `regs_plain_wall`, `regs_notified_wall`: the real TSC around that loop
+//!   without and with them (under icount: what the notifications cost, in instructions);
 //! - `in_handler_threshold`, `in_handler_configure`: what those calls give inside a handler;
 //! - `return_outside`, `threshold_no_handler`, `threshold_bad_slot`, `threshold_big_period`:
 //!   refusals;
@@ -236,12 +237,20 @@ mod body {
 
         // Registers across notifications (every 1000 instructions of a 2-instruction loop).
         let mut buf = Buf::<1024>::new();
+        // The real TSC around the same loop without and with notifications: under icount the
+        // difference is the instructions 40 notifications cost (kernel, SDK entry, handler).
+        let wall = |f: &dyn Fn() -> u64| {
+            let t0 = baremark_sdk::rdtsc();
+            let r = f();
+            (r, baremark_sdk::rdtsc() - t0)
+        };
+        let (_, plain_wall) = wall(&|| registers_kept(20_000));
         let _ = notify::threshold(0, 1000);
-        let kept = registers_kept(20_000);
+        let (kept, notified_wall) = wall(&|| registers_kept(20_000));
         let _ = notify::threshold(0, 0);
         let _ = writeln!(
             buf,
-            "regs_ok={kept}\nregs_notifications={}",
+            "regs_ok={kept}\nregs_notifications={}\nregs_plain_wall={plain_wall}\nregs_notified_wall={notified_wall}",
             SEEN.load(Relaxed) - seen
         );
         let _ = writeln!(buf, "child_fault={}", wait_child(1));

@@ -171,7 +171,29 @@ fn main() {
         })
         .unwrap_or_else(|| "?".into());
 
-    // 4. A stick run: the `outputs` record from the results file.
+    // 4. Overflow notifications: the real TSC around a loop with and without 40 of them.
+    let notify = baremark_tests::boot_payloads_emulated(
+        PmuModel::IntelV4,
+        &[("notify", "notify")],
+        &[],
+        Some(500),
+    );
+    let per_notification = {
+        let v = baremark_tests::reported_values(&notify, 0);
+        let n = |k: &str| v.get(k).and_then(|s| s.parse::<f64>().ok());
+        match (
+            n("regs_plain_wall"),
+            n("regs_notified_wall"),
+            n("regs_notifications"),
+        ) {
+            (Some(plain), Some(notified), Some(count)) if count > 0.0 => {
+                Some((notified - plain) / count)
+            }
+            _ => None,
+        }
+    };
+
+    // 5. A stick run: the `outputs` record from the results file.
     let stick_outputs = stick_outputs();
     let screen_cost = tsc.record("screen_cost");
 
@@ -245,6 +267,12 @@ fn main() {
         Row {
             what: "switch, virtual TSC only, kernel round trip (wall)".into(),
             value: schedule.and_then(|r| r.get("switch_wall_tsc").as_f64()),
+            before: "not measured",
+            target: None,
+        },
+        Row {
+            what: "overflow notification: PMI, kernel, handler and back (each)".into(),
+            value: per_notification,
             before: "not measured",
             target: None,
         },
