@@ -159,6 +159,15 @@ pub fn reported_values(
     values
 }
 
+/// A reported value (`reported_values`) as a number; panics if it is missing or not one.
+pub fn num(values: &std::collections::BTreeMap<String, String>, key: &str) -> u64 {
+    values
+        .get(key)
+        .unwrap_or_else(|| panic!("no `{key}` in {values:?}"))
+        .parse()
+        .unwrap_or_else(|_| panic!("`{key}` is not a number: {values:?}"))
+}
+
 /// The run succeeded and the harness refused nothing, or a panic that shows the serial tail.
 pub fn expect_clean_harness_run(outcome: &RunOutcome) {
     assert_eq!(

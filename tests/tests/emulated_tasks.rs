@@ -17,7 +17,7 @@ use baremark::payloads::builtin;
 use baremark::qemu::PmuModel;
 use baremark::records::Record;
 use baremark::session::{RunOutcome, Verdict};
-use baremark_tests::{boot_emulated, expect_record, suite_config};
+use baremark_tests::{boot_emulated, expect_record, num, suite_config};
 
 /// Instructions and branches in ring 3 per iteration of `hwcount`'s syscall loop.
 const SYS_LOOP_INSTRUCTIONS: u64 = 45;
@@ -83,14 +83,6 @@ fn reported(outcome: &RunOutcome) -> BTreeMap<String, String> {
         outcome.tail_text()
     );
     values
-}
-
-fn num(values: &BTreeMap<String, String>, key: &str) -> u64 {
-    values
-        .get(key)
-        .unwrap_or_else(|| panic!("no `{key}` in {values:?}"))
-        .parse()
-        .unwrap_or_else(|_| panic!("`{key}` is not a number: {values:?}"))
 }
 
 fn task_exit<'a>(outcome: &'a RunOutcome, task: &str) -> &'a Record {

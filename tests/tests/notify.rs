@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use baremark::qemu::PmuModel;
 use baremark::session::RunOutcome;
-use baremark_tests::{boot_payloads_emulated, reported_values};
+use baremark_tests::{boot_payloads_emulated, num, reported_values};
 
 /// The payload's loop and period (payloads/rdpmc/src/notify.rs).
 const N: u64 = 25_000;
@@ -28,14 +28,6 @@ fn boot(model: PmuModel, extra: &[&str]) -> RunOutcome {
 /// The parent's `report` values (task_index 0).
 fn reported(outcome: &RunOutcome) -> BTreeMap<String, String> {
     reported_values(outcome, 0)
-}
-
-fn num(values: &BTreeMap<String, String>, key: &str) -> u64 {
-    values
-        .get(key)
-        .unwrap_or_else(|| panic!("no `{key}` in {values:?}"))
-        .parse()
-        .unwrap_or_else(|_| panic!("`{key}` is not a number: {values:?}"))
 }
 
 fn check_model(model: PmuModel) {

@@ -32,6 +32,12 @@
 //! takes it off at every interrupt exit, so a preempted task reads the same deltas as an
 //! undisturbed one.
 //!
+//! # Counter features (submodules)
+//!
+//! `notify` (overflow thresholds, the ring-3 handler, sampling), `mux` (time-multiplexing),
+//! `system` (system mode), `policy` (what run.cfg says about them), `hw` (the counters around
+//! each run), `syscalls` (every way a task enters the kernel on purpose).
+//!
 //! # RDPMC
 //!
 //! CR4.PCE is set for the ring-3 runs of a task whose counters are live in hardware counters
@@ -75,10 +81,11 @@ use crate::traps;
 mod hw;
 mod mux;
 mod notify;
+mod policy;
 mod syscalls;
 mod system;
 
-pub use notify::{Policy, set_policy};
+pub use policy::{Policy, set_policy};
 
 pub use hw::{Diagnostics, set_diagnostics};
 
@@ -992,7 +999,7 @@ impl Running {
             // The earlier of the budget's end and the active group's turn (multiplexing).
             let clock = budget
                 .map(|b| (b.timer_hz, b.tsc_hz))
-                .or_else(|| Some((notify::timer_hz()?, self.tsc_hz?)));
+                .or_else(|| Some((policy::timer_hz()?, self.tsc_hz?)));
             let until = left.min(self.mux_left().unwrap_or(u64::MAX));
             let timed = match clock {
                 Some((timer_hz, tsc_hz)) if until != u64::MAX => {

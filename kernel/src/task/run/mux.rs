@@ -66,6 +66,10 @@ impl Running {
 
     /// Loads the next group if the active one has had its turn (before the task's next run).
     pub(super) fn rotate_if_due(&mut self) {
+        // Before every run: nothing but this test for a task that is not multiplexed.
+        if self.mux.is_none() {
+            return;
+        }
         let interval = mux_interval_tsc(self.tsc_hz);
         let Some(m) = self.mux.as_deref_mut() else {
             return;
@@ -231,7 +235,7 @@ impl Running {
 /// The group turn in TSC ticks (run.cfg `mux_interval_us`; at an unknown TSC frequency, 1 GHz is
 /// assumed).
 fn mux_interval_tsc(tsc_hz: Option<u64>) -> u64 {
-    let us = u128::from(super::notify::mux_interval_us());
+    let us = u128::from(super::policy::mux_interval_us());
     let ticks = us * u128::from(tsc_hz.unwrap_or(1_000_000_000)) / 1_000_000;
     u64::try_from(ticks).unwrap_or(u64::MAX).max(1)
 }

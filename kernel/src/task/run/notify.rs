@@ -32,61 +32,9 @@ use baremark_hw::user::UserContext;
 use super::super::abi::{EBUSY, ECOUNTERS, EFAULT, EINVAL, ENODEV, EPERM};
 use super::super::threshold::{Action, SampleBuffer, Threshold};
 use super::Running;
-use crate::config::{CounterPermission, SampleSpec};
+use super::policy::{POLICY, sampled_events};
 use crate::console::record;
 use crate::say;
-
-/// What the run configuration says about counters (run.cfg `sample`, `counters`).
-#[derive(Clone, Debug, Default)]
-pub struct Policy {
-    pub sample: Vec<SampleSpec>,
-    pub counters: CounterPermission,
-    /// A multiplexed configuration's group turn (run.cfg `mux_interval_us`).
-    pub mux_interval_us: u32,
-    /// The APIC timer frequency (the timer that ends a group's turn), if known.
-    pub timer_hz: Option<u64>,
-    /// run.cfg `system`: system-wide counters over the run.
-    pub system: Vec<u64>,
-}
-
-static POLICY: spin::RwLock<Option<Policy>> = spin::RwLock::new(None);
-
-/// Sets the run's counter policy (before the payloads run).
-pub fn set_policy(policy: Policy) {
-    *POLICY.write() = Some(policy);
-}
-
-/// run.cfg `mux_interval_us` (its default before the policy is set).
-pub(super) fn mux_interval_us() -> u32 {
-    POLICY
-        .read()
-        .as_ref()
-        .map_or(crate::config::MUX_INTERVAL_US_DEFAULT, |p| {
-            p.mux_interval_us
-        })
-}
-
-/// The APIC timer frequency, if known.
-pub(super) fn timer_hz() -> Option<u64> {
-    POLICY.read().as_ref().and_then(|p| p.timer_hz)
-}
-
-/// run.cfg `system`.
-pub(super) fn system_events() -> Vec<u64> {
-    POLICY
-        .read()
-        .as_ref()
-        .map(|p| p.system.clone())
-        .unwrap_or_default()
-}
-
-fn sampled_events() -> Vec<SampleSpec> {
-    POLICY
-        .read()
-        .as_ref()
-        .map(|p| p.sample.clone())
-        .unwrap_or_default()
-}
 
 /// The registers of the interrupted code while its handler runs.
 struct Saved {
@@ -408,6 +356,19 @@ impl Running {
         c.rflags = 0x202;
     }
 
+    /// The fields every profile record of sampled slot `i` starts with.
+    fn profile_fields<'r>(
+        &self,
+        r: crate::record::Record<'r>,
+        i: usize,
+    ) -> crate::record::Record<'r> {
+        r.str("task", self.task.name)
+            .u64("task_index", self.task.index)
+            .u64("slot", i as u64)
+            .hex("event", self.notify.sample_words[i])
+            .u64("period", self.notify.thresholds[i].map_or(0, |t| t.period))
+    }
+
     /// Slot `i`'s buffered RIPs as a `profile_samples` record.
     fn flush_samples(&mut self, i: usize) {
         let Some(b) = self.notify.samples.get_mut(i) else {
@@ -419,14 +380,8 @@ impl Running {
         let rips = core::mem::take(&mut b.rips);
         // The index of the first RIP: a reader tells a duplicated line from a repeated loop.
         let first = b.samples - rips.len() as u64;
-        let (task, word) = (self.task, self.notify.sample_words[i]);
-        let period = self.notify.thresholds[i].map_or(0, |t| t.period);
         record("profile_samples", |r| {
-            r.str("task", task.name)
-                .u64("task_index", task.index)
-                .u64("slot", i as u64)
-                .hex("event", word)
-                .u64("period", period)
+            self.profile_fields(r, i)
                 .u64("first", first)
                 .u64_array("rips", &rips)
         });
@@ -444,11 +399,7 @@ impl Running {
             let period = self.notify.thresholds[i].map_or(0, |t| t.period);
             let lost = self.hw_lost.as_deref();
             record("profile_summary", |r| {
-                r.str("task", task.name)
-                    .u64("task_index", task.index)
-                    .u64("slot", i as u64)
-                    .hex("event", word)
-                    .u64("period", period)
+                self.profile_fields(r, i)
                     .u64("samples", b.samples)
                     .u64("lost", b.lost)
                     .opt_str("counters_lost", lost)

@@ -8,7 +8,7 @@ use alloc::vec::Vec;
 use super::super::abi::{EBUSY, EFAULT, EINVAL, ENOENT, EPERM};
 use super::super::system::Holder;
 use super::Running;
-use super::notify::system_events;
+use super::policy::system_events;
 use crate::console::record;
 use crate::say;
 use crate::system_mode;

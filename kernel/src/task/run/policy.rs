@@ -1,0 +1,59 @@
+//! What the run configuration says about counters for the tasks (run.cfg `sample`,
+//! `counters`, `mux_interval_us`, `system`), set once before the payloads run and read by the
+//! runner's counter features (`notify`, `mux`, `system`).
+
+use alloc::vec::Vec;
+
+use crate::config::{CounterPermission, SampleSpec};
+
+/// What the run configuration says about counters (run.cfg `sample`, `counters`).
+#[derive(Clone, Debug, Default)]
+pub struct Policy {
+    pub sample: Vec<SampleSpec>,
+    pub counters: CounterPermission,
+    /// A multiplexed configuration's group turn (run.cfg `mux_interval_us`).
+    pub mux_interval_us: u32,
+    /// The APIC timer frequency (the timer that ends a group's turn), if known.
+    pub timer_hz: Option<u64>,
+    /// run.cfg `system`: system-wide counters over the run.
+    pub system: Vec<u64>,
+}
+
+pub(super) static POLICY: spin::RwLock<Option<Policy>> = spin::RwLock::new(None);
+
+/// Sets the run's counter policy (before the payloads run).
+pub fn set_policy(policy: Policy) {
+    *POLICY.write() = Some(policy);
+}
+
+/// run.cfg `mux_interval_us` (its default before the policy is set).
+pub(super) fn mux_interval_us() -> u32 {
+    POLICY
+        .read()
+        .as_ref()
+        .map_or(crate::config::MUX_INTERVAL_US_DEFAULT, |p| {
+            p.mux_interval_us
+        })
+}
+
+/// The APIC timer frequency, if known.
+pub(super) fn timer_hz() -> Option<u64> {
+    POLICY.read().as_ref().and_then(|p| p.timer_hz)
+}
+
+/// run.cfg `system`.
+pub(super) fn system_events() -> Vec<u64> {
+    POLICY
+        .read()
+        .as_ref()
+        .map(|p| p.system.clone())
+        .unwrap_or_default()
+}
+
+pub(super) fn sampled_events() -> Vec<SampleSpec> {
+    POLICY
+        .read()
+        .as_ref()
+        .map(|p| p.sample.clone())
+        .unwrap_or_default()
+}
