@@ -91,7 +91,7 @@ pub fn fixed_entry(index: u8, modifiers: &Modifiers) -> u64 {
 /// the fixed width. `ENODEV` for any event on a PMU without counters (the TSC-only backend);
 /// `EINVAL` for more GP entries than GP counters, more entries than [`MAX_SLOTS`], a fixed counter the PMU
 /// lacks or given twice, reserved bits in a fixed entry, a GP encoding that does not decode
-/// (reserved bits), one with EN or INT set (the kernel starts the counters; no sampling), or
+/// (reserved bits), one with EN or INT set (the kernel starts the counters, and sets INT itself for a threshold or sampling), or
 /// AnyThread where the PMU does not allow it. The empty request is always valid (no slots).
 pub fn parse_counter_config(
     vendor: Vendor,
