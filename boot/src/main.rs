@@ -457,6 +457,7 @@ fn boot_live(
     human: &mut dyn Write,
 ) -> Result<RunOutcome> {
     let mut progress = Progress::new(request.config.payloads.len(), verbose);
+    let mut renderer = render::RecordRenderer::default();
     let outcome = session::boot(request, &mut |event| match event {
         Event::Record(record, _) => {
             progress.record(record);
@@ -464,7 +465,7 @@ fn boot_live(
                 if verbose {
                     let _ = writeln!(human, "  {}", record.value);
                 }
-                if print_records && let Some(lines) = render::record_lines(record) {
+                if print_records && let Some(lines) = renderer.lines(record) {
                     let _ = writeln!(human, "{lines}");
                 }
                 let _ = human.flush();
@@ -888,8 +889,9 @@ fn report(log: &Path, output: &OutputArgs, profile: Option<&ProfileArgs>) -> Res
                 run.lines.1
             );
         }
+        let mut renderer = render::RecordRenderer::default();
         for record in &run.records {
-            if let Some(lines) = render::record_lines(record) {
+            if let Some(lines) = renderer.lines(record) {
                 let _ = writeln!(human, "{lines}");
             }
         }

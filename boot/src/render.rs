@@ -4,6 +4,9 @@ use std::fmt::Write as _;
 
 use serde_json::Value;
 
+use events::cpu::Vendor;
+
+use crate::profile::spec::name_of_word;
 use crate::records::{Record, SCHEMA_VERSION};
 use crate::session::{RunOutcome, Verdict};
 
@@ -23,7 +26,7 @@ fn label(name: &str) -> String {
 
 /// A `multiplexed_counts` record as `perf stat` shows multiplexed events: the estimate, and
 /// the share of the enabled time the event was counted.
-fn multiplexed_lines(r: &Record) -> String {
+fn multiplexed_lines(r: &Record, vendor: Option<Vendor>) -> String {
     let enabled = r.u64("enabled").unwrap_or(0);
     let list = |k: &str| -> Vec<Value> { r.get(k).as_array().cloned().unwrap_or_default() };
     let (events, raw, running, scaled, counted) = (
@@ -43,8 +46,13 @@ fn multiplexed_lines(r: &Record) -> String {
         r.u64("groups").unwrap_or(0),
         r.u64("rotations").unwrap_or(0)
     );
-    for (i, e) in events.iter().enumerate() {
-        let word = e.as_u64().unwrap_or(0);
+    // Names padded to one column, as `perf stat` aligns its percentages.
+    let names: Vec<String> = events
+        .iter()
+        .map(|e| name_of_word(e.as_u64().unwrap_or(0), vendor))
+        .collect();
+    let width = names.iter().map(String::len).max().unwrap_or(0);
+    for (i, name) in names.iter().enumerate() {
         let num = |v: &[Value]| v.get(i).and_then(Value::as_u64).unwrap_or(0);
         if counted.get(i).and_then(Value::as_str) == Some("yes") {
             let share = if enabled == 0 {
@@ -54,7 +62,7 @@ fn multiplexed_lines(r: &Record) -> String {
             };
             let _ = write!(
                 out,
-                "\n{}{:>16}  {word:#x}  ({share:.2}%, scaled from {} counted)",
+                "\n{}{:>16}  {name:<width$}  ({share:.2}%, scaled from {} counted)",
                 label(""),
                 num(&scaled),
                 num(&raw)
@@ -62,9 +70,9 @@ fn multiplexed_lines(r: &Record) -> String {
         } else {
             let _ = write!(
                 out,
-                "\n{}{:>16}  {word:#x}  (its group never ran)",
+                "\n{}{:>16}  {name:<width$}  (its group never ran)",
                 label(""),
-                "<not counted>"
+                "<not counted>",
             );
         }
     }
@@ -74,8 +82,30 @@ fn multiplexed_lines(r: &Record) -> String {
     out
 }
 
-/// The report line(s) for one record, or `None` for records that need no line.
-pub fn record_lines(r: &Record) -> Option<String> {
+/// Renders a stream of records in order, remembering what later lines need: the CPU vendor
+/// (from the `cpu` record), so that event words are named as on that vendor (AMD's and Intel's
+/// encodings of the same generic event differ, and one vendor's word can mean another event on
+/// the other).
+#[derive(Default)]
+pub struct RecordRenderer {
+    vendor: Option<Vendor>,
+}
+
+impl RecordRenderer {
+    /// The report line(s) for the next record, or `None` for records that need no line.
+    pub fn lines(&mut self, r: &Record) -> Option<String> {
+        if r.kind == "cpu"
+            && let Some(v) = r.str("vendor").and_then(Vendor::from_cpuid_name)
+        {
+            self.vendor = Some(v);
+        }
+        record_lines(r, self.vendor)
+    }
+}
+
+/// The report line(s) for one record, or `None` for records that need no line; event words are
+/// named as on `vendor` (either vendor's generic events when it is not known).
+pub fn record_lines(r: &Record, vendor: Option<Vendor>) -> Option<String> {
     let mut out = match r.kind.as_str() {
         // The RIPs are shown together, as the profile (`--sample`, crate::profile).
         "profile_samples" => return None,
@@ -430,14 +460,17 @@ pub fn record_lines(r: &Record) -> Option<String> {
             }
             line
         }
-        "multiplexed_counts" => multiplexed_lines(r),
+        "multiplexed_counts" => multiplexed_lines(r, vendor),
         "system_counts" => {
             let words = r.get("events").as_array().cloned().unwrap_or_default();
             let counts = r.get("counts").as_array().cloned().unwrap_or_default();
             let list: Vec<String> = words
                 .iter()
                 .zip(&counts)
-                .map(|(w, c)| format!("{:#x} {}", w.as_u64().unwrap_or(0), c.as_u64().unwrap_or(0)))
+                .map(|(w, c)| {
+                    let word = w.as_u64().unwrap_or(0);
+                    format!("{} {}", name_of_word(word, vendor), c.as_u64().unwrap_or(0))
+                })
                 .collect();
             format!(
                 "{}{}: {} | {} tsc ticks | generation {}{}",
@@ -664,18 +697,22 @@ mod tests {
             r#"{"type":"results_file","v":1,"state":"open","disk":"QEMU QEMU HARDDISK 2.5+ (xHCI 00:02.0 port 1, super speed)","lba":1085,"sectors":4096,"disk_signature":"0x1a2b3c4d","rejected":["xHCI 00:03.0 port 2: disk signature 0x00000001, not 0x1a2b3c4d"],"probe_tsc":5}"#,
         );
         assert_eq!(
-            record_lines(&open).unwrap(),
+            record_lines(&open, None).unwrap(),
             "stick    results file on QEMU QEMU HARDDISK 2.5+ (xHCI 00:02.0 port 1, super speed) (sectors 1085..5181)\n         not used: xHCI 00:03.0 port 2: disk signature 0x00000001, not 0x1a2b3c4d"
         );
         let missing = rec(
             r#"{"type":"results_file","v":1,"state":"not-found","disk":null,"lba":1,"sectors":2,"disk_signature":"0x1a2b3c4d","rejected":[],"probe_tsc":5}"#,
         );
-        assert!(record_lines(&missing).unwrap().contains("serial port only"));
+        assert!(
+            record_lines(&missing, None)
+                .unwrap()
+                .contains("serial port only")
+        );
         let outputs = rec(
             r#"{"type":"outputs","v":1,"flushes":3,"flush_tsc_total":10,"flush_tsc_max":5,"results_file_bytes":null,"results_file_state":null,"dropped_bytes":7}"#,
         );
         assert_eq!(
-            record_lines(&outputs).unwrap(),
+            record_lines(&outputs, None).unwrap(),
             "outputs  3 flushes (screen and results file): 10 tsc ticks, at most 5 | 7 bytes DROPPED"
         );
     }
@@ -685,14 +722,31 @@ mod tests {
         let r = rec(
             r#"{"type":"multiplexed_counts","v":1,"task":"mux","task_index":0,"groups":2,"rotations":40,"enabled":1000,"events":[65728,65732,65728],"raw":[500,125,0],"running":[500,500,0],"scaled":[1000,250,0],"counted":["yes","yes","never-ran"],"counters_lost":null}"#,
         );
+        // Event words are named as on the vendor of the log's `cpu` record.
+        let mut renderer = RecordRenderer::default();
+        renderer.lines(&rec(r#"{"type":"cpu","v":1,"vendor":"GenuineIntel"}"#));
         assert_eq!(
-            record_lines(&r).unwrap(),
-            "mux      mux (#0): 3 events in 2 groups taking turns, 40 turns | enabled 1000 virtual tsc ticks\n                     1000  0x100c0  (50.00%, scaled from 500 counted)\n                      250  0x100c4  (50.00%, scaled from 125 counted)\n            <not counted>  0x100c0  (its group never ran)"
+            renderer.lines(&r).unwrap(),
+            "mux      mux (#0): 3 events in 2 groups taking turns, 40 turns | enabled 1000 virtual tsc ticks\n                     1000  instructions:u  (50.00%, scaled from 500 counted)\n                      250  branches:u      (50.00%, scaled from 125 counted)\n            <not counted>  instructions:u  (its group never ran)"
+        );
+        // On AMD 0xc4 is not `branches` (0xc2 is): the word stays in hex.
+        let system = rec(
+            r#"{"type":"system_counts","v":1,"task":null,"events":[196726,65732],"counts":[7,8],"tsc":9,"generation":2,"same_generation":true}"#,
+        );
+        let mut amd = RecordRenderer::default();
+        amd.lines(&rec(r#"{"type":"cpu","v":1,"vendor":"AuthenticAMD"}"#));
+        assert_eq!(
+            amd.lines(&system).unwrap(),
+            "system   the run: cycles 7 | 0x100c4 8 | 9 tsc ticks | generation 2"
         );
         let exit = rec(
             r#"{"type":"task_exit","v":1,"task":"n","task_index":0,"code":0,"syscalls":3,"interrupts":2,"virtual_tsc":9,"notifications":4,"notifications_late":0}"#,
         );
-        assert!(record_lines(&exit).unwrap().ends_with("| 4 notifications"));
+        assert!(
+            record_lines(&exit, None)
+                .unwrap()
+                .ends_with("| 4 notifications")
+        );
     }
 
     #[test]
@@ -701,13 +755,13 @@ mod tests {
             r#"{"type":"tsc","v":1,"hz":2994123456,"method":"pit-calibration","uncertainty_ppm":12,"samples":5,"invariant":false}"#,
         );
         assert_eq!(
-            record_lines(&tsc).unwrap(),
+            record_lines(&tsc, None).unwrap(),
             "tsc      2994.123 MHz +/- 12 ppm (pit-calibration, 5 samples) | not invariant"
         );
         let fault = rec(
             r##"{"type":"fault","v":1,"mode":"kernel","vector":14,"mnemonic":"#PF","name":"page-fault","rip":"0x1","error_code":"0x0","rsp":"0x2","cr2":"0xdead","page_fault":["not-present","read","supervisor"]}"##,
         );
-        let line = record_lines(&fault).unwrap();
+        let line = record_lines(&fault, None).unwrap();
         assert!(
             line.starts_with("FAULT    kernel-mode #PF page-fault (vector 14)"),
             "{line}"
@@ -720,14 +774,14 @@ mod tests {
             r#"{"type":"end","v":1,"status":"fail","reason":"kernel panic","interrupts":{"timer":7}}"#,
         );
         assert_eq!(
-            record_lines(&end).unwrap(),
+            record_lines(&end, None).unwrap(),
             "end      FAIL (kernel panic) | interrupts: timer 7, nmi 0, spurious 0, unexpected 0"
         );
         // The watchdog says which budget ran out when it was the kernel's service.
         let killed = rec(
             r#"{"type":"task_killed","v":1,"task":"flood","task_index":0,"budget_ms":20,"exceeded":"service","service_tsc":20001000,"virtual_tsc":90000,"syscalls":5000,"interrupts":1}"#,
         );
-        let line = record_lines(&killed).unwrap();
+        let line = record_lines(&killed, None).unwrap();
         assert!(
             line.contains("past its budget of 20 ms of the kernel's time serving its syscalls (20001000 TSC ticks) | virtual tsc 90000"),
             "{line}"
@@ -735,7 +789,7 @@ mod tests {
         let killed = rec(
             r#"{"type":"task_killed","v":1,"task":"spin","task_index":0,"budget_ms":20,"exceeded":"ring3","virtual_tsc":20000100}"#,
         );
-        let line = record_lines(&killed).unwrap();
+        let line = record_lines(&killed, None).unwrap();
         assert!(
             line.contains("past its budget of 20 ms | virtual tsc 20000100"),
             "{line}"
@@ -745,7 +799,7 @@ mod tests {
     #[test]
     fn unknown_types_and_versions_are_shown_not_dropped() {
         let r = rec(r#"{"type":"future","v":2,"x":1}"#);
-        let line = record_lines(&r).unwrap();
+        let line = record_lines(&r, None).unwrap();
         assert!(line.starts_with("future"));
         assert!(line.contains("schema v2"));
     }

@@ -40,7 +40,7 @@ fn window(model: PmuModel) {
     // One generation for every read of one configuration.
     let g = v["g_configure"];
     assert!(g > 0, "{ctx}");
-    for i in 0..5 {
+    for i in 0..8 {
         assert_eq!(v[&format!("g_read_{i}")], g, "{ctx}");
     }
     for i in 1..5 {

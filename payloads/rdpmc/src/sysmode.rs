@@ -3,8 +3,8 @@
 //! (`instructions`) on the whole machine with `system_configure` and reports, as `key=value`
 //! lines:
 //!
-//! - `g_configure`, `g_read_<i>`: the generation of the configuration and of each read;
-//! - `u_<i>`, `k_<i>`, `all_<i>`: the counts between reads i-1 and i: around `spin(N)`
+//! - `g_configure`, `g_read_<i>`: the generation of the configuration and of each of the 8 reads;
+//! - `u_<i>`, `k_<i>`, `all_<i>`: the counts between the two reads around step i: `spin(N)`
 //!   (i = 1), `spin(2N)` (i = 2), a child that runs `spin(N)` (i = 3) and one that runs
 //!   `spin(2N)` (i = 4);
 //! - `child_configure_<c>`: what a child's own `counters_configure` gets (`EBUSY`);
@@ -94,6 +94,30 @@ mod body {
         }
     }
 
+    /// Step `i` between two reads: `spin(N)`, `spin(2N)`, a child that spins N, one that spins
+    /// 2N. Steps 0 and 1 (and 2 and 3) run the same instructions but for the loop's length,
+    /// whatever the compiler makes of them (separate closures once differed by one).
+    #[inline(never)]
+    fn step(i: u64) {
+        let i = core::hint::black_box(i);
+        let times = i % 2 + 1;
+        if i < 2 {
+            spin(times * N);
+        } else {
+            spawn_wait(times);
+        }
+    }
+
+    /// The system counts right before and right after step `i`.
+    #[inline(never)]
+    fn around(i: u64) -> [(u64, [u64; 3]); 2] {
+        let i = core::hint::black_box(i);
+        let before = read().unwrap_or_default();
+        step(i);
+        let after = read().unwrap_or_default();
+        [before, after]
+    }
+
     pub fn run(arg: u64) -> i64 {
         if arg != 0 {
             return child_run(arg);
@@ -104,27 +128,25 @@ mod body {
         }
         let mut buf = Buf::<1024>::new();
         let _ = writeln!(buf, "g_configure={g}");
-        // Reads around the same calls, so the differences between them are the loops'.
-        let mut reads = [(0u64, [0u64; 3]); 5];
-        let steps: [&dyn Fn(); 4] = [&|| spin(N), &|| spin(2 * N), &|| spawn_wait(1), &|| {
-            spawn_wait(2)
-        }];
-        reads[0] = read().unwrap_or_default();
-        for (i, step) in steps.iter().enumerate() {
-            step();
-            reads[i + 1] = read().unwrap_or_default();
+        // Reads right around each step, made by the same code for every step, so that the
+        // differences are the steps' (reads between the steps once made window 1 one
+        // instruction longer than window 2: the compiler unrolls such loops differently).
+        let mut windows = [[(0u64, [0u64; 3]); 2]; 4];
+        for (i, w) in windows.iter_mut().enumerate() {
+            *w = around(i as u64);
         }
-        for (i, r) in reads.iter().enumerate() {
+        for (i, r) in windows.iter().flatten().enumerate() {
             let _ = writeln!(buf, "g_read_{i}={}", r.0);
         }
-        for i in 1..5 {
-            let (a, b) = (reads[i - 1].1, reads[i].1);
+        for (i, [a, b]) in windows.iter().enumerate() {
+            let (a, b) = (a.1, b.1);
             let _ = writeln!(
                 buf,
-                "u_{i}={}\nk_{i}={}\nall_{i}={}",
+                "u_{n}={}\nk_{n}={}\nall_{n}={}",
                 b[0] - a[0],
                 b[1] - a[1],
-                b[2] - a[2]
+                b[2] - a[2],
+                n = i + 1
             );
         }
         let _ = baremark_sdk::report(buf.as_str());
