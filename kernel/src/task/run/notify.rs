@@ -22,7 +22,6 @@
 //! like any fault, one that never returns meets the watchdog, and no notification is delivered
 //! while one runs (a threshold reached meanwhile is delivered after `notify_return`).
 
-use alloc::boxed::Box;
 use alloc::format;
 use alloc::vec::Vec;
 
@@ -67,8 +66,11 @@ pub(super) struct Notify {
     /// The counters must be armed again before the next run (a threshold was set, reached or
     /// restarted).
     rearm: bool,
-    /// The interrupted code while its handler runs.
-    saved: Option<Box<Saved>>,
+    /// The interrupted code while its handler runs (not boxed: no allocation per call).
+    saved: Option<Saved>,
+    /// The handler's vector registers' area, kept between calls (reset, not reallocated, at
+    /// each: docs/benchmarks.md, the notification row).
+    handler_vector: Option<VectorState>,
     /// Notifications delivered.
     pub(super) delivered: u64,
     /// Periods that passed without a notification of their own (several at one look).
@@ -260,8 +262,11 @@ impl Running {
         };
         restore_regs(&mut self.ctx, &saved.regs);
         self.counting = saved.counting;
-        // The handler's vector registers go; the task's come back at the next run.
-        self.vector = saved.vector;
+        // The handler's vector registers go (no one's: nothing saves them at the next
+        // switch); the task's come back at the next run.
+        let mut handler = core::mem::replace(&mut self.vector, saved.vector);
+        handler.reset();
+        self.notify.handler_vector = Some(handler);
         true
     }
 
@@ -335,12 +340,14 @@ impl Running {
             return;
         };
         let regs = save_regs(&self.ctx);
-        let vector = core::mem::take(&mut self.vector);
-        self.notify.saved = Some(Box::new(Saved {
+        let mut fresh = self.notify.handler_vector.take().unwrap_or_default();
+        fresh.reset();
+        let vector = core::mem::replace(&mut self.vector, fresh);
+        self.notify.saved = Some(Saved {
             regs,
             counting: self.counting,
             vector,
-        }));
+        });
         self.counting = false;
         self.notify.delivered += 1;
         self.notify.late += periods - 1;
