@@ -90,11 +90,6 @@ mod body {
 }
 
 #[cfg(not(target_os = "none"))]
-use baremark_sdk as _;
-
-#[cfg(not(target_os = "none"))]
 fn main() {
-    eprintln!(
-        "baremark payloads run in ring 3 under the baremark kernel; build them for x86_64-unknown-none."
-    );
+    baremark_sdk::host_main();
 }

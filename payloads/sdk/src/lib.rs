@@ -207,6 +207,17 @@ mod sys;
 #[cfg(target_os = "none")]
 pub use sys::*;
 
+/// The `main` of a payload binary built for the host, where it cannot run (payloads run in ring
+/// 3 under the baremark kernel): it says so. One place for every payload crate's host stub.
+#[cfg(not(target_os = "none"))]
+pub fn host_main() {
+    extern crate std;
+    std::eprintln!(
+        "baremark payloads run in ring 3 under the baremark kernel; build them for \
+         x86_64-unknown-none."
+    );
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -178,17 +178,9 @@ mod payload;
 pub use payload::*;
 
 // On the host only the pure parts build; the SDK is for the ring-3 side.
-#[cfg(not(target_os = "none"))]
-use baremark_sdk as _;
-
 /// What the suite's bins do on the host: they are ring-3 payloads, so only say so.
 #[cfg(not(target_os = "none"))]
-pub fn host_main() {
-    extern crate std;
-    std::eprintln!(
-        "baremark payloads run in ring 3 under the baremark kernel; build them for x86_64-unknown-none."
-    );
-}
+pub use baremark_sdk::host_main;
 
 #[cfg(test)]
 mod tests {

@@ -81,16 +81,8 @@ mod payload;
 pub use payload::*;
 
 /// What a zoo bin does when built for the host (it only runs in ring 3 under baremark).
-pub fn host_main() {
-    #[cfg(not(target_os = "none"))]
-    {
-        extern crate std;
-        std::eprintln!(
-            "baremark payloads run in ring 3 under the baremark kernel; build them for \
-             x86_64-unknown-none."
-        );
-    }
-}
+#[cfg(not(target_os = "none"))]
+pub use baremark_sdk::host_main;
 
 #[cfg(test)]
 mod tests {
