@@ -8,7 +8,7 @@
 //! host tool's modules in both crates.
 
 use baremark_kernel::config::{self, ConfigError, ConfigSource};
-use baremark_kernel::ramdisk;
+use baremark_kernel::devices::ramdisk;
 use baremark_kernel::task::elf::{self, LOWER_HALF_END, Limits, PAGE_SIZE};
 use events::cpu::{CpuModel, Vendor};
 use events::encode;

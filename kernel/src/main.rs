@@ -17,7 +17,7 @@ mod entry {
     );
 
     fn kernel_main(boot_info: &'static mut bootloader_api::BootInfo) -> ! {
-        baremark_kernel::machine::run(boot_info)
+        baremark_kernel::boot::run(boot_info)
     }
 }
 

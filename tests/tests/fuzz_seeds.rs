@@ -97,7 +97,7 @@ fn binary_seeds_include_valid_inputs() {
         4
     );
     let tar = read("ramdisk/events.tar");
-    let names: Vec<&str> = baremark_kernel::ramdisk::entries(&tar)
+    let names: Vec<&str> = baremark_kernel::devices::ramdisk::entries(&tar)
         .map(|e| e.expect("a valid member").name)
         .collect();
     assert_eq!(

@@ -12,7 +12,7 @@ use baremark::image::{Firmware, RunConfig};
 use baremark::qemu::{Accel, QemuOptions};
 use baremark::records::Record;
 use baremark::session::{self, BootRequest, RunOutcome, Verdict};
-use baremark_kernel::usb::check::{fnv1a64, pattern_byte};
+use baremark_kernel::devices::usb::check::{fnv1a64, pattern_byte};
 
 const SECTOR: usize = 512;
 /// 4 MiB sticks: 8192 sectors.
@@ -310,7 +310,7 @@ fn the_kernel_boots_from_a_usb_stick_under_uefi_and_finds_it() {
 /// the run completed.
 #[test]
 fn the_results_file_on_a_stick_receives_the_run() {
-    use baremark_kernel::results_file::{SECTOR as RF_SECTOR, State, header};
+    use baremark_kernel::output::results_file::{SECTOR as RF_SECTOR, State, header};
     let dir = tempfile::tempdir().unwrap();
     let (file, mut bytes) = write_stick(dir.path(), "stick.img", 7);
     let (lba, sectors, signature) = (2048usize, 1024u64, 0xb007_57ccu32);

@@ -10,7 +10,7 @@
 //! - Events are placed with `events::assign` on the GP counters and (Intel) the fixed counters,
 //!   honouring each event's counter constraints and keeping each `{}` group in one group. A
 //!   group's request lists its GP counters first (GP 0, 1, ...; an unused one in between is 0)
-//!   and then its fixed counters as `hwslots::FIXED_ENTRY` entries. A `{}` group that cannot fit
+//!   and then its fixed counters as `pmu::request::FIXED_ENTRY` entries. A `{}` group that cannot fit
 //!   is unsupported as a whole, with the reason.
 //! - On a TSC-only PMU every event is unsupported with that reason (names are not resolved:
 //!   nothing could count them), and there are no groups.
@@ -43,8 +43,8 @@ use events::parse;
 use events::pmu::{PmuCaps, PmuKind};
 use events::table::EventTable;
 
-use crate::task::hwslots::{fixed_entry, parse_counter_config};
-use crate::task::vcounter::MAX_SLOTS;
+use crate::pmu::regs::EXTRA_MSRS;
+use crate::pmu::request::{MAX_SLOTS, fixed_entry, parse_request};
 
 /// Unit of a hardware event's counts.
 pub const UNIT_EVENTS: &str = "events";
@@ -152,15 +152,6 @@ impl NamedEvents for Tables<'_> {
             .collect()
     }
 }
-
-/// The extra MSRs baremark programs with an event, in the order of [`Platform::extra_msrs`],
-/// with their SDM names. The hw crate's MSR allow-list has the same four.
-pub const EXTRA_MSRS: [(u32, &str); 4] = [
-    (0x1a6, "MSR_OFFCORE_RSP_0"),
-    (0x1a7, "MSR_OFFCORE_RSP_1"),
-    (0x3f6, "MSR_PEBS_LD_LAT"),
-    (0x3f7, "MSR_PEBS_FRONTEND"),
-];
 
 /// What the machine adds to the PMU's capabilities.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -496,7 +487,7 @@ fn place(entries: Vec<Entry>, caps: &PmuCaps, platform: &Platform) -> Plan {
         }
         // The request must be one counters_configure takes; it is, by construction, but an
         // event is never reported as counted on a configuration the kernel would refuse.
-        if parse_counter_config(caps.vendor, caps, &configs).is_err() {
+        if parse_request(caps.vendor, caps, &configs).is_err() {
             for (i, ..) in members {
                 status[i] = Some(Status::Unsupported {
                     reason: String::from(
@@ -557,7 +548,7 @@ fn add_msr(msrs: &mut Vec<(u32, u64)>, msr: u32, value: u64) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::task::hwslots::FIXED_ENTRY;
+    use crate::pmu::request::FIXED_ENTRY;
     use events::cpu::{CpuModel, Vendor};
     use events::encode::bits;
     use events::event::{EventSelect, ExtraMsr, Modifiers, Source};
@@ -656,7 +647,7 @@ mod tests {
         }
         for (g, configs) in p.groups.iter().enumerate() {
             assert!(
-                parse_counter_config(caps.vendor, caps, configs).is_ok(),
+                parse_request(caps.vendor, caps, configs).is_ok(),
                 "group {g} {configs:x?} refused"
             );
             assert!(!p.group_events(g).is_empty(), "group {g} counts something");

@@ -12,7 +12,7 @@ use events::metrics::{self, Inputs, MetricValue};
 
 use super::plan::{Plan, Status, UNIT_TSC};
 use super::stats::{self, Overhead, Samples, Stats, Summary};
-use crate::record::Record;
+use crate::output::record::Record;
 
 /// The plan's layout version (`bench_plan`).
 pub const PLAN_VERSION: u64 = 1;
@@ -505,7 +505,7 @@ fn escaped_len(s: &str) -> usize {
         }
     }
     let mut c = Count(0);
-    let _ = crate::record::write_escaped(&mut c, s);
+    let _ = crate::output::record::write_escaped(&mut c, s);
     c.0
 }
 

@@ -15,16 +15,24 @@
 //! | `switch`    | a task switch's PMU work as MSR lists, replayed without the backend   |
 //! | `tsc_only`  | no programmable counters: only the TSC                                |
 //! | `discovery` | CPUID + probing -> capabilities and the backend to use, with reasons  |
+//! | `cpuid`     | what CPUID says about performance counters, for the boot report        |
+//! | `request`   | `counters_configure` request words: fixed entries, checks against the PMU |
+//! | `machine`   | (bare metal) the machine's PMU: the hardware `Msr`, discovery at boot, the PMI |
 //! | `sim`       | (tests) a simulated PMU with the documented semantics                 |
 
 pub mod amd;
 pub mod backend;
+pub mod cpuid;
 pub mod discovery;
 pub mod intel;
 pub mod msr;
 pub mod regs;
+pub mod request;
 pub mod switch;
 pub mod tsc_only;
+
+#[cfg(target_os = "none")]
+pub mod machine;
 
 #[cfg(test)]
 pub mod sim;

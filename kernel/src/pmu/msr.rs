@@ -1,6 +1,6 @@
 //! The `Msr` trait: how PMU code reaches model-specific registers (and RDPMC).
 //!
-//! On the machine the implementation is `crate::machine_msr::HwMsr`, which goes through
+//! On the machine the implementation is `crate::pmu::machine::HwMsr`, which goes through
 //! `baremark-hw`'s MSR door (kernel/hw/src/msr.rs, the only place with RDMSR/WRMSR/RDPMC). On the
 //! host the tests use the simulated PMU (`pmu::sim`) and [`RecordingMsr`].
 

@@ -50,3 +50,12 @@ pub mod amd {
     /// Counters are 48 bits wide.
     pub const WIDTH: u8 = 48;
 }
+
+/// The extra MSRs baremark programs with an event, in the order of `harness::plan::Platform::extra_msrs`,
+/// with their SDM names. The hw crate's MSR allow-list has the same four.
+pub const EXTRA_MSRS: [(u32, &str); 4] = [
+    (0x1a6, "MSR_OFFCORE_RSP_0"),
+    (0x1a7, "MSR_OFFCORE_RSP_1"),
+    (0x3f6, "MSR_PEBS_LD_LAT"),
+    (0x3f7, "MSR_PEBS_FRONTEND"),
+];

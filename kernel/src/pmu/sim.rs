@@ -158,6 +158,9 @@ fn low_bits(n: usize) -> u64 {
     if n >= 64 { u64::MAX } else { (1u64 << n) - 1 }
 }
 
+/// The simulated PMU replays switch lists one access at a time, like any host `Msr`.
+impl super::switch::ReplayMsr for SimPmu {}
+
 impl SimPmu {
     /// An Intel PMU in its power-on state: everything zero except GLOBAL_CTRL, whose GP enable bits
     /// are set (as on many parts).

@@ -79,7 +79,7 @@ impl SwitchPlan {
 }
 
 /// MSR access in lists, for the switch: [`Msr`] plus a checked list type. On the machine
-/// (`counters::HwMsr`) a list's MSRs are checked against the kernel's writable set once,
+/// (`pmu::machine::HwMsr`) a list's MSRs are checked against the kernel's writable set once,
 /// when it is made, and a list is written by one call with no per-write check; here, on the
 /// host, lists are plain and replayed through [`Msr::write`].
 pub trait BatchMsr: Msr {
@@ -128,9 +128,6 @@ fn replay_rdpmc(msr: &mut impl Msr, ecx: &[u32], out: &mut [u64]) -> Result<(), 
 pub trait ReplayMsr: Msr {}
 
 impl<M: Msr> ReplayMsr for RecordingMsr<M> {}
-
-#[cfg(test)]
-impl ReplayMsr for super::sim::SimPmu {}
 
 impl<M: ReplayMsr> BatchMsr for M {
     type List = PlainList;

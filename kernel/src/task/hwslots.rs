@@ -22,14 +22,14 @@ use alloc::vec::Vec;
 use core::fmt;
 
 use events::cpu::Vendor;
-use events::encode::decode_gp_event_select;
 use events::event::{EventSelect, Modifiers};
-use events::pmu::{PmuCaps, PmuKind};
+use events::pmu::PmuCaps;
 
 use super::abi::{EINVAL, ENODEV};
-use super::vcounter::{MAX_SLOTS, VcError, VirtualCounters};
+use super::vcounter::{VcError, VirtualCounters};
 use crate::pmu::backend::{Counter, CounterSet, PmuBackend, PmuError, wr};
 use crate::pmu::msr::Msr;
+use crate::pmu::request::RequestError;
 
 /// One hardware slot of a task: the counter and the event it counts.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -70,88 +70,19 @@ impl From<VcError> for HwError {
     }
 }
 
-/// `counters_configure` entry flag: this entry is Intel fixed counter `bits & 0xff`, counting in
-/// ring 3 if bit 16 is set and in ring 0 if bit 17 is (the PERFEVTSEL USR and OS positions);
-/// every other bit must be clear (docs/syscall-abi.md).
-pub const FIXED_ENTRY: u64 = 1 << 63;
-const ENTRY_USR: u64 = 1 << 16;
-const ENTRY_OS: u64 = 1 << 17;
+pub use crate::pmu::request::{FIXED_ENTRY, fixed_entry};
 
-/// The `counters_configure` entry for fixed counter `index`.
-pub fn fixed_entry(index: u8, modifiers: &Modifiers) -> u64 {
-    FIXED_ENTRY
-        | u64::from(index)
-        | if modifiers.usr { ENTRY_USR } else { 0 }
-        | if modifiers.os { ENTRY_OS } else { 0 }
-}
-
-/// The slots for a `counters_configure` request, slot `i` for `raw[i]`: a GP event-select
-/// encoding of `vendor` is counted on the next GP counter (the first GP entry on GP 0, the
-/// second on GP 1, ...), with the PMU's GP width; a [`FIXED_ENTRY`] on its fixed counter, with
-/// the fixed width. `ENODEV` for any event on a PMU without counters (the TSC-only backend);
-/// `EINVAL` for more GP entries than GP counters, more entries than [`MAX_SLOTS`], a fixed counter the PMU
-/// lacks or given twice, reserved bits in a fixed entry, a GP encoding that does not decode
-/// (reserved bits), one with EN or INT set (the kernel starts the counters, and sets INT itself for a threshold or sampling), or
-/// AnyThread where the PMU does not allow it. The empty request is always valid (no slots).
+/// [`request::parse_request`](crate::pmu::request::parse_request) with its refusal as the
+/// syscall ABI's error code: `ENODEV` without counters, `EINVAL` for anything else.
 pub fn parse_counter_config(
     vendor: Vendor,
     caps: &PmuCaps,
     raw: &[u64],
 ) -> Result<Vec<(Counter, EventSelect, Modifiers, u8)>, i64> {
-    if raw.is_empty() {
-        return Ok(Vec::new());
-    }
-    if caps.kind == PmuKind::TscOnly {
-        return Err(ENODEV);
-    }
-    if raw.len() > MAX_SLOTS {
-        return Err(EINVAL);
-    }
-    let mut gp = 0u8;
-    let mut fixed_seen = 0u32;
-    raw.iter()
-        .map(|&bits| {
-            if bits & FIXED_ENTRY != 0 {
-                let index = (bits & 0xff) as u8;
-                let known = FIXED_ENTRY | 0xff | ENTRY_USR | ENTRY_OS;
-                if bits & !known != 0
-                    || index >= 32
-                    || !caps.has_fixed(index)
-                    || fixed_seen & (1 << index) != 0
-                    || caps.fixed_width == 0
-                {
-                    return Err(EINVAL);
-                }
-                // counting at no privilege level counts 0 forever: not a count to report
-                if bits & (ENTRY_USR | ENTRY_OS) == 0 {
-                    return Err(EINVAL);
-                }
-                fixed_seen |= 1 << index;
-                // The perfmon pseudo encoding every fixed counter answers to.
-                let select = EventSelect::new(0, index + 1);
-                let modifiers = Modifiers {
-                    usr: bits & ENTRY_USR != 0,
-                    os: bits & ENTRY_OS != 0,
-                    ..Modifiers::default()
-                };
-                return Ok((Counter::Fixed(index), select, modifiers, caps.fixed_width));
-            }
-            if gp >= caps.gp_counters || caps.gp_width == 0 {
-                return Err(EINVAL);
-            }
-            let d = decode_gp_event_select(vendor, bits).map_err(|_| EINVAL)?;
-            if d.enable || d.modifiers.int || (d.select.any_thread && !caps.any_thread) {
-                return Err(EINVAL);
-            }
-            // Neither USR nor OS counts 0 forever; an all-zero entry is an unused counter.
-            if bits != 0 && !d.modifiers.usr && !d.modifiers.os {
-                return Err(EINVAL);
-            }
-            let counter = Counter::Gp(gp);
-            gp += 1;
-            Ok((counter, d.select, d.modifiers, caps.gp_width))
-        })
-        .collect()
+    crate::pmu::request::parse_request(vendor, caps, raw).map_err(|e| match e {
+        RequestError::NoCounters => ENODEV,
+        RequestError::Invalid => EINVAL,
+    })
 }
 
 /// The slots of a parsed request (`parse_counter_config`), without their widths (the backend
@@ -261,7 +192,7 @@ pub fn release(
 }
 
 /// Writes the extra MSRs a task's events need (`(msr, value)`: offcore response, load
-/// latency, frontend; `harness::plan::EXTRA_MSRS`), in order, through the kernel's MSR door
+/// latency, frontend; `pmu::regs::EXTRA_MSRS`), in order, through the kernel's MSR door
 /// and its allow-list. The first write the CPU refuses is the error.
 pub fn write_msrs(msr: &mut dyn Msr, msrs: &[(u32, u64)]) -> Result<(), PmuError> {
     for &(m, v) in msrs {
@@ -310,6 +241,7 @@ mod tests {
     use super::*;
     use crate::pmu::amd::AmdPmu;
     use crate::pmu::intel::IntelArchPmu;
+    use crate::pmu::request::MAX_SLOTS;
     use crate::pmu::sim::{AmdFlavour, IntelConfig, SimPmu};
 
     fn slot(counter: Counter, code: u16, umask: u8) -> HwSlot {

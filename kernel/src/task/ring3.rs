@@ -6,10 +6,10 @@ use baremark_hw::gdt::{USER_CODE_SELECTOR, USER_DATA_SELECTOR};
 use baremark_hw::user::{self, AddressSpace, ContextError, UserContext};
 
 use super::abi::{EFAULT, EINVAL, WRITE_MAX};
-use crate::console::record;
-use crate::exceptions;
+use crate::output::console::record;
 use crate::say;
 use crate::traps;
+use crate::traps::exceptions;
 
 /// Text bytes per `task_output` record (escaping can grow text up to six times; a record line
 /// is at most 4096 bytes).
@@ -119,7 +119,7 @@ pub fn report_fault(
     detail: Option<&str>,
 ) {
     let (mnemonic, name) = exceptions::describe(u64::from(vector)).unwrap_or(("?", "unknown"));
-    let state = crate::fatal::FaultState {
+    let state = crate::traps::fatal::FaultState {
         mode: "user",
         vector: u64::from(vector),
         error_code,
@@ -135,7 +135,7 @@ pub fn report_fault(
         ],
     };
     record("fault", |r| {
-        crate::fatal::fault_fields(
+        crate::traps::fatal::fault_fields(
             r.str("task", task.name).u64("task_index", task.index),
             &state,
         )

@@ -65,7 +65,7 @@ use alloc::rc::Rc;
 use core::cell::RefCell;
 
 use crate::harness::session::{Bench, RunPlan, Sink};
-use crate::record::Record;
+use crate::output::record::Record;
 
 use super::abi::{ENOENT, STACK_PAGES, STACK_TOP, SpawnLimit, USER_PAGE_ADDR};
 use super::elf::{self, Limits, LoadPlan};
@@ -73,10 +73,9 @@ use super::hwslots::{self, HwSlot};
 use super::ring3::{self, Task, report_fault};
 use super::user_page::{self, UserPage};
 use super::vcounter::{MAX_SLOTS, VirtualCounters};
-use crate::console::record;
+use crate::output::console::record;
 use crate::pmu::backend::Counter;
 use crate::say;
-use crate::traps;
 
 mod hw;
 mod mux;
@@ -149,10 +148,10 @@ impl Sink for Console {
         record(kind, build);
     }
     fn text(&mut self, line: core::fmt::Arguments<'_>) {
-        crate::console::text(line);
+        crate::output::console::text(line);
     }
     fn median(&mut self, bench: &str, event: &str, median: Option<f64>) {
-        crate::screen::median(bench, event, median);
+        crate::output::screen::median(bench, event, median);
     }
 }
 
@@ -184,7 +183,7 @@ fn task_error(task: Task, message: &str) {
 /// The `payloads/<name>.elf` member called `name` in `ramdisk`: its name (borrowed from the
 /// ramdisk) and bytes.
 fn find_payload(ramdisk: &'static [u8], name: &str) -> Option<(&'static str, &'static [u8])> {
-    crate::ramdisk::entries(ramdisk)
+    crate::devices::ramdisk::entries(ramdisk)
         .map_while(Result::ok)
         .find_map(|e| match super::abi::payload_name(e.prefix, e.name) {
             Some(n) if n == name => Some((n, e.data)),
@@ -241,7 +240,7 @@ pub fn run_payloads(
         return summary;
     }
     let mut ready: Vec<Running> = Vec::new();
-    let members = crate::ramdisk::entries(ramdisk)
+    let members = crate::devices::ramdisk::entries(ramdisk)
         .map_while(Result::ok)
         .filter(|e| super::abi::payload_name(e.prefix, e.name).is_some())
         .count() as u64;
@@ -250,7 +249,7 @@ pub fn run_payloads(
     let system_start = system::start_run();
     let mut system_last = system_start.clone();
     // A damaged archive was already reported by the configuration reader: use what came before.
-    for entry in crate::ramdisk::entries(ramdisk).map_while(Result::ok) {
+    for entry in crate::devices::ramdisk::entries(ramdisk).map_while(Result::ok) {
         let Some(name) = super::abi::payload_name(entry.prefix, entry.name) else {
             continue;
         };
@@ -271,7 +270,7 @@ pub fn run_payloads(
                     ready.push(t);
                 } else {
                     // Between payloads: the screen and the results file catch up.
-                    crate::outputs::between_payloads(&alloc::format!(
+                    crate::output::sinks::between_payloads(&alloc::format!(
                         "payload {} of {members}: {name}",
                         task.index + 1
                     ));
@@ -296,7 +295,7 @@ pub fn run_payloads(
     if let Some(q) = quantum
         && !ready.is_empty()
     {
-        crate::outputs::between_payloads(&alloc::format!(
+        crate::output::sinks::between_payloads(&alloc::format!(
             "{} payloads round-robin, {} us quantum",
             ready.len(),
             q.us
@@ -329,7 +328,7 @@ impl Summary {
 /// The APIC timer's one-shot count for `tsc` TSC ticks (at least 1; at most `u32::MAX`: a
 /// longer wait ends early and the caller re-arms).
 fn timer_count(tsc: u64, timer_hz: u64, tsc_hz: u64) -> u32 {
-    let divide = u128::from(crate::timer::TIMER_DIVIDE);
+    let divide = u128::from(crate::platform::timer::TIMER_DIVIDE);
     let count = u128::from(tsc) * u128::from(timer_hz) / u128::from(tsc_hz.max(1)) / divide;
     u32::try_from(count).unwrap_or(u32::MAX).max(1)
 }
@@ -338,8 +337,8 @@ fn timer_count(tsc: u64, timer_hz: u64, tsc_hz: u64) -> u32 {
 fn arm_timer(count: u32) {
     apic::timer_arm(
         TimerMode::OneShot,
-        traps::TIMER_VECTOR,
-        crate::timer::TIMER_DIVIDE,
+        crate::platform::interrupts::TIMER_VECTOR,
+        crate::platform::timer::TIMER_DIVIDE,
         count,
         false,
     );
@@ -380,7 +379,10 @@ fn round_robin(mut ready: Vec<Running>, q: Quantum, tsc_hz: Option<u64>, summary
             .u64("quantum_us", u64::from(q.us))
             .u64("quantum_tsc", quantum_tsc)
             .u64("timer_count", u64::from(count))
-            .u64("timer_divide", u64::from(crate::timer::TIMER_DIVIDE))
+            .u64(
+                "timer_divide",
+                u64::from(crate::platform::timer::TIMER_DIVIDE),
+            )
             .opt_u64("switch_tsc_min", overhead.map(|o| o.counted.0))
             .opt_u64("switch_tsc_max", overhead.map(|o| o.counted.1))
             .opt_u64("switch_wall_tsc", overhead.map(|o| o.wall))
@@ -516,7 +518,7 @@ struct Switch {
 /// GP counter, each fixed counter in ring 3), at most [`MAX_SLOTS`]: the calibration of a
 /// switch with hardware counters. Empty without counters.
 fn calibration_events() -> Vec<u64> {
-    let caps = crate::counters::with_pmu(|pmu, _| *pmu.backend.caps());
+    let caps = crate::pmu::machine::with_pmu(|pmu, _| *pmu.backend.caps());
     let Some(caps) = caps.filter(|c| c.kind != events::pmu::PmuKind::TscOnly) else {
         return Vec::new();
     };
@@ -577,7 +579,7 @@ fn calibrate_switch(tsc_hz: Option<u64>, events: &[u64]) -> Option<Switch> {
         let before = t.vc.tsc().sum;
         let wall_before = hwcpu::rdtsc();
         match t.enter() {
-            Exit::Trap { vector, .. } if vector == traps::TIMER_VECTOR => {
+            Exit::Trap { vector, .. } if vector == crate::platform::interrupts::TIMER_VECTOR => {
                 ring3::forward_interrupt(vector);
             }
             _ => {
@@ -833,7 +835,7 @@ struct Running {
     /// Its events in groups taking turns on the counters (`mux`; `None`: not multiplexed).
     mux: Option<Box<super::mux::Mux>>,
     /// It holds counters of its own (system mode is refused meanwhile).
-    hold: Option<crate::system_mode::CounterHold>,
+    hold: Option<crate::task::system_mode::CounterHold>,
 }
 
 /// What the counter page's slots depend on: when it changes, the page is written whole.
@@ -885,7 +887,7 @@ impl Drop for Running {
         self.finish_sampling();
         self.report_mux();
         self.release_hw();
-        crate::system_mode::release_if_held_by(self.task.index);
+        crate::task::system_mode::release_if_held_by(self.task.index);
     }
 }
 
@@ -1108,13 +1110,13 @@ impl Running {
             }
             Exit::Trap { vector, .. } if ring3::is_interrupt(vector) => {
                 self.interrupts += 1;
-                if vector == crate::counters::PMI_VECTOR && self.hw_switch.is_some() {
+                if vector == crate::platform::interrupts::PMI_VECTOR && self.hw_switch.is_some() {
                     // An overflow of the task's counters: the switch-out took the status.
-                    crate::counters::ack_task_pmi();
+                    crate::pmu::machine::ack_task_pmi();
                 } else {
                     ring3::forward_interrupt(vector);
                 }
-                if vector == traps::TIMER_VECTOR {
+                if vector == crate::platform::interrupts::TIMER_VECTOR {
                     Step::Preempted
                 } else {
                     Step::Continue

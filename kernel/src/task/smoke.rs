@@ -16,9 +16,8 @@ use baremark_hw::user::{self, AddressSpace, Exit, UserContext};
 
 use super::abi::{ENOSYS, nr};
 use super::ring3::{self, Task, report_fault, sys_write};
-use crate::console::record;
+use crate::output::console::record;
 use crate::say;
-use crate::traps;
 
 /// Where payload code is loaded (unless a payload says otherwise).
 const CODE_BASE: u64 = 0x40_0000;
@@ -242,8 +241,8 @@ fn run_payload(task: Task, payload: &Payload) -> Result<(), &'static str> {
         hwcpu::disable_interrupts();
         apic::timer_arm(
             TimerMode::OneShot,
-            traps::TIMER_VECTOR,
-            crate::timer::TIMER_DIVIDE,
+            crate::platform::interrupts::TIMER_VECTOR,
+            crate::platform::timer::TIMER_DIVIDE,
             TIMER_COUNT,
             false,
         );
@@ -307,7 +306,7 @@ fn supervise(
                 // it, as in kernel mode; then the task goes on.
                 interrupts += 1;
                 ring3::forward_interrupt(vector);
-                if payload.timer && vector == traps::TIMER_VECTOR {
+                if payload.timer && vector == crate::platform::interrupts::TIMER_VECTOR {
                     ctx.rip += 2;
                 }
             }

@@ -69,8 +69,9 @@ use core::fmt;
 
 use crate::pmu::backend::{Counter, CounterSet};
 
-/// At most this many counter slots per task (the virtual TSC is extra).
-pub const MAX_SLOTS: usize = 16;
+/// At most this many counter slots per task (the virtual TSC is extra): as many as one
+/// `counters_configure` request has entries.
+pub use crate::pmu::request::MAX_SLOTS;
 
 /// The number of events between two raw readings `prev` and `now` of a `width`-bit counter,
 /// modulo 2^width (Linux's widening: with `shift = 64 - width`,

@@ -42,8 +42,8 @@ use baremark_hw::msr::WriteList;
 use super::super::hwslots::{self, HwError};
 use super::super::hwswitch::TaskSwitch;
 use super::Running;
-use crate::counters::HwMsr;
 use crate::pmu::backend::PmuError;
+use crate::pmu::machine::HwMsr;
 
 /// The run's diagnostic settings for task counters (module docs).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -134,7 +134,7 @@ impl Running {
         }
         forget_programming();
         let (hw, msrs) = (&self.hw, &self.hw_msrs);
-        let _ = crate::counters::with_pmu(|pmu, msr| {
+        let _ = crate::pmu::machine::with_pmu(|pmu, msr| {
             let _ = hwslots::clear_msrs(msr, msrs);
             hwslots::release(pmu.backend.as_mut(), msr, hw)
         });
@@ -173,7 +173,7 @@ impl Running {
             .iter()
             .map(|s| (s.counter, s.select, s.modifiers))
             .collect();
-        let plan = crate::counters::with_pmu(|pmu, _| pmu.backend.switch_plan(&slots));
+        let plan = crate::pmu::machine::with_pmu(|pmu, _| pmu.backend.switch_plan(&slots));
         self.hw_switch = match plan {
             Some(Ok(mut plan)) => {
                 // The counters are stopped while `program` is written: order does not matter.
@@ -268,7 +268,7 @@ impl Running {
         forget_programming();
         let result = match injected_fault() {
             Some(e) => Err(e),
-            None => crate::counters::with_pmu(|pmu, msr| {
+            None => crate::pmu::machine::with_pmu(|pmu, msr| {
                 let backend = pmu.backend.as_mut();
                 hwslots::write_msrs(msr, msrs)?;
                 for s in hw {
@@ -307,7 +307,7 @@ impl Running {
     /// nothing.
     pub(super) fn switch_out_hw(&mut self, tsc: u64) {
         let (hw, vc) = (&self.hw, &mut self.vc);
-        let result = crate::counters::with_pmu(|pmu, msr| {
+        let result = crate::pmu::machine::with_pmu(|pmu, msr| {
             hwslots::switch_out(pmu.backend.as_mut(), msr, hw, vc, tsc)
         })
         .unwrap_or(Err(no_pmu()));

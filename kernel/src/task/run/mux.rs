@@ -20,7 +20,7 @@ use super::super::abi::{ENODEV, ENOSPC};
 use super::super::hwslots::{self, FIXED_ENTRY};
 use super::super::mux::{Mux, scaled, split_groups};
 use super::Running;
-use crate::console::record;
+use crate::output::console::record;
 use crate::say;
 
 impl Running {
@@ -28,7 +28,7 @@ impl Running {
     /// when they fit (an ordinary configuration), else groups taking turns. The generation, or
     /// an error code (the old configuration stays).
     pub(super) fn configure_multiplexed(&mut self, raw: &[u64]) -> i64 {
-        let caps = crate::counters::with_pmu(|pmu, _| *pmu.backend.caps());
+        let caps = crate::pmu::machine::with_pmu(|pmu, _| *pmu.backend.caps());
         let Some(caps) = caps.filter(|c| c.kind != PmuKind::TscOnly) else {
             return ENODEV;
         };
@@ -91,7 +91,7 @@ impl Running {
         super::hw::forget_programming();
         let old = core::mem::take(&mut self.hw);
         let vc = &mut self.vc;
-        let result = crate::counters::with_pmu(|pmu, msr| {
+        let result = crate::pmu::machine::with_pmu(|pmu, msr| {
             let backend = pmu.backend.as_mut();
             let caps = *backend.caps();
             let slots = hwslots::slots_of(

@@ -6,7 +6,7 @@
 //! armed to overflow on the event that reaches the threshold (`rearm_thresholds`, before the
 //! switch-in). The PMI ends the task's run in ring 3 like any interrupt; the switch-out folds
 //! the counter exactly as always (the 64-bit value never depends on the arming) and
-//! `counters::ack_task_pmi` does the local APIC's part. Before the task's next run,
+//! `pmu::machine::ack_task_pmi` does the local APIC's part. Before the task's next run,
 //! `deliver_due` looks at every slot's value: a slot due is either *sampled* (the interrupted
 //! RIP goes into its [`SampleBuffer`], flushed as `profile_samples` records) or *notified*: the task's
 //! registers are saved in the kernel, its counters and virtual TSC stop, and it resumes at its
@@ -32,7 +32,7 @@ use super::super::abi::{EBUSY, ECOUNTERS, EFAULT, EINVAL, ENODEV, EPERM};
 use super::super::threshold::{Action, SampleBuffer, Threshold};
 use super::Running;
 use super::policy::{POLICY, sampled_events};
-use crate::console::record;
+use crate::output::console::record;
 use crate::say;
 
 /// The registers of the interrupted code while its handler runs.
@@ -102,7 +102,7 @@ impl Running {
             Some(EPERM)
         } else if self.notify.sampling
             || self.notify.saved.is_some()
-            || crate::system_mode::active()
+            || crate::task::system_mode::active()
         {
             Some(EBUSY)
         } else {
@@ -232,7 +232,7 @@ impl Running {
         if self.bench.is_some() {
             return EBUSY;
         }
-        if !crate::counters::with_pmu(|pmu, _| pmu.backend.caps().kind)
+        if !crate::pmu::machine::with_pmu(|pmu, _| pmu.backend.caps().kind)
             .is_some_and(|k| k != events::pmu::PmuKind::TscOnly)
         {
             return ENODEV;
@@ -366,9 +366,9 @@ impl Running {
     /// The fields every profile record of sampled slot `i` starts with.
     fn profile_fields<'r>(
         &self,
-        r: crate::record::Record<'r>,
+        r: crate::output::record::Record<'r>,
         i: usize,
-    ) -> crate::record::Record<'r> {
+    ) -> crate::output::record::Record<'r> {
         r.str("task", self.task.name)
             .u64("task_index", self.task.index)
             .u64("slot", i as u64)

@@ -4,7 +4,7 @@
 
 use alloc::vec::Vec;
 
-use crate::config::{CounterPermission, SampleSpec};
+use crate::task::settings::{CounterPermission, SampleSpec};
 
 /// What the run configuration says about counters (run.cfg `sample`, `counters`).
 #[derive(Clone, Debug, Default)]
@@ -31,7 +31,7 @@ pub(super) fn mux_interval_us() -> u32 {
     POLICY
         .read()
         .as_ref()
-        .map_or(crate::config::MUX_INTERVAL_US_DEFAULT, |p| {
+        .map_or(crate::task::settings::MUX_INTERVAL_US_DEFAULT, |p| {
             p.mux_interval_us
         })
 }

@@ -23,8 +23,8 @@ use super::{
     REFUSALS_REPORTED, RESULTS, Running, SPAWNED_LIVE, Served, UNSUPPORTED, find_payload,
     harness_error, load, rdpmc_ecx, task_error,
 };
-use crate::console::record;
 use crate::harness::session::{self, Bench, PLAN_WORDS, RunPlan};
+use crate::output::console::record;
 use crate::say;
 
 impl Running {
@@ -393,7 +393,7 @@ impl Running {
     /// host's `--args NAME=TEXT`): its first `min(len, n)` bytes into the buffer; returns `n`
     /// (0: no arguments), so a caller with too small a buffer sees it.
     fn args(&mut self, ptr: u64, len: u64) -> i64 {
-        let text = crate::ramdisk::entries(self.ramdisk)
+        let text = crate::devices::ramdisk::entries(self.ramdisk)
             .map_while(Result::ok)
             .find(|e| super::super::abi::args_name(e.prefix, e.name) == Some(self.task.name))
             .map_or(&[][..], |e| e.data);
@@ -672,14 +672,14 @@ impl Running {
     /// their counts (`hw` module docs), so they are reported not measured, with the reason.
     pub(super) fn configure_events(&mut self, raw: &[u64], msrs: &[(u32, u64)]) -> i64 {
         // System counters count the whole machine: a task's switches would stop them.
-        if crate::system_mode::active() {
+        if crate::task::system_mode::active() {
             return EBUSY;
         }
         let mut vc = self.vc.clone();
         let old = core::mem::take(&mut self.hw);
         let old_msrs = core::mem::take(&mut self.hw_msrs);
         super::hw::forget_programming();
-        let result = crate::counters::with_pmu(|pmu, msr| {
+        let result = crate::pmu::machine::with_pmu(|pmu, msr| {
             let backend = pmu.backend.as_mut();
             let caps = *backend.caps();
             let slots = hwslots::slots_of(hwslots::parse_counter_config(caps.vendor, &caps, raw)?);

@@ -9,9 +9,9 @@ use super::super::abi::{EBUSY, EFAULT, EINVAL, ENOENT, EPERM};
 use super::super::system::Holder;
 use super::Running;
 use super::policy::system_events;
-use crate::console::record;
+use crate::output::console::record;
 use crate::say;
-use crate::system_mode;
+use crate::task::system_mode;
 
 /// The system counters' 64-bit counts at a moment: `(generation, entries, counts, tsc)`.
 pub(super) type Reading = (u64, Vec<u64>, Vec<u64>, u64);

@@ -1,8 +1,16 @@
-//! What the trap handler (`traps`) counts, in a module of its own so that the readers (the
-//! fault report in `fatal`, the timer's calibration, the boot checks) do not depend on the
-//! handler, which depends on them.
+//! The interrupt vectors the kernel uses, and what the trap handler (`traps`) counts: here, below
+//! the handler, so that the readers (the fault report in `traps::fatal`, the timer's
+//! calibration, the boot checks) do not depend on the handler, which depends on them.
 
 use core::sync::atomic::AtomicU64;
+
+/// Vector of the local APIC timer.
+pub const TIMER_VECTOR: u8 = 0x40;
+/// Vector of the performance-counter interrupt (the LVTPC entry; `pmu::machine` says why it is
+/// a vector and not an NMI).
+pub const PMI_VECTOR: u8 = 0xfe;
+/// Vector of the local APIC's spurious interrupt.
+pub const SPURIOUS_VECTOR: u8 = 0xff;
 
 /// Interrupt and trap counts, reported in the `end` record.
 pub struct Counts {

@@ -10,7 +10,7 @@
 //!
 //! Interrupts are off while checks measure, as in kvm-unit-tests, so a count is the same every
 //! time the same code runs. The PMU lock is held only while a check programs or reads the PMU:
-//! a PMI is taken with the lock free, by the kernel's real handler (`counters::on_pmi`).
+//! a PMI is taken with the lock free, by the kernel's real handler (`pmu::machine::on_pmi`).
 //!
 //! - `counting`: the GP events, the fixed counters and their bitmap, all counters at once, cmask;
 //! - `access`: RDPMC forms, write widths, a write to a running counter;
@@ -32,9 +32,9 @@ use baremark_hw::cpu;
 use events::event::{EventSelect, Modifiers};
 use events::pmu::PmuCaps;
 
-use crate::console::record;
-use crate::counters::{self, HwMsr, PMI_COUNTS, Pmu};
+use crate::output::console::record;
 use crate::pmu::backend::{Counter, CounterSet, PmuError};
+use crate::pmu::machine::{self as counters, HwMsr, PMI_COUNTS, Pmu};
 use crate::selftest::{self, Check, Outcome, Summary};
 
 /// Iterations of the known loop in a counting check: 1 million instructions.

@@ -14,7 +14,7 @@
 //! | `ports`       | root-hub ports: power, reset, speed                              | no  |
 //! | `device`      | enumeration: slot, address, descriptors, configuration, endpoints | no |
 //! | `storage`     | a mass-storage disk: BOT commands, recovery, `BlockDevice`       | no  |
-//! | `probe`       | every controller, port and disk; the test actions                | no  |
+//! | `probe`       | every controller, port and disk; what the test actions do with them | no  |
 
 pub mod bot;
 pub mod check;
@@ -40,4 +40,8 @@ mod xhci;
 #[cfg(target_os = "none")]
 pub use clock::set_tsc_hz;
 #[cfg(target_os = "none")]
-pub use probe::{Probe, probe, test_disks, test_write};
+pub use probe::{
+    DIGEST_SECTORS, Probe, WRITE_SECTORS, digest, probe, probe_disks, write_and_check,
+};
+#[cfg(target_os = "none")]
+pub use storage::UsbDisk;

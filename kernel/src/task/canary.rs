@@ -10,7 +10,7 @@
 
 use alloc::vec::Vec;
 
-use crate::console::record;
+use crate::output::console::record;
 
 use crate::task::abi::CANARY_PATTERN as PATTERN;
 

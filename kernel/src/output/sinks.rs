@@ -1,42 +1,25 @@
-//! Where the kernel's output goes besides the serial port: the screen (`screen`) and the
-//! results file on the boot stick (`results_file`, over `usb`).
+//! The sinks besides the serial port: the screen (`screen`) and the results file on the boot
+//! stick (`results_file`, over `devices::usb`): opening them, flushing them, and their records.
 //!
-//! Every line the console sends to the serial port passes through [`tee`] (kept in memory) and
-//! text lines through [`text`] (queued for the screen). Nothing is drawn and nothing is written
-//! to the stick then: that happens only in [`between_payloads`] and [`at_end`], which the task
-//! runner and the end of the run call where no measured region is open, and their cost is
-//! measured and reported (the `outputs` record).
+//! The fan-out (`fanout`) keeps every line and queues text for the screen. Nothing is drawn and
+//! nothing is written to the stick then: that happens only in [`between_payloads`] and
+//! [`at_end`], which the task runner and the end of the run call where no measured region is
+//! open, and their cost is measured and reported (the `outputs` record). This module reports
+//! through the console like any producer; the sinks it drives never emit records.
 
 use alloc::boxed::Box;
 use alloc::string::String;
 use alloc::vec::Vec;
-use core::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use baremark_hw::cpu;
 use spin::Mutex;
 
-use crate::blockdev::BlockDevice;
-use crate::config::ResultsFile;
-use crate::console::record;
-use crate::results_file::Writer;
-
-/// Bytes of the stream kept between two flushes. A flush empties it; what does not fit before
-/// the next flush is counted as dropped (the `outputs` record says how much).
-const PENDING_MAX: usize = 1 << 20;
-
-struct Pending {
-    bytes: [u8; PENDING_MAX],
-    len: usize,
-}
-
-static PENDING: Mutex<Pending> = Mutex::new(Pending {
-    bytes: [0; PENDING_MAX],
-    len: 0,
-});
-/// Whether the stream is kept at all (no results file: nothing to keep it for).
-static KEEP: AtomicBool = AtomicBool::new(true);
-/// Stream bytes that found the pending buffer full (or locked by interrupted code).
-static DROPPED: AtomicU64 = AtomicU64::new(0);
+use super::console::record;
+use super::fanout;
+use super::results_file::{ResultsFile, Writer};
+use super::screen;
+use crate::devices::blockdev::BlockDevice;
 
 /// The open results file and its disk.
 struct Open {
@@ -60,46 +43,20 @@ static FLUSHES: AtomicU64 = AtomicU64::new(0);
 static FLUSH_TICKS: AtomicU64 = AtomicU64::new(0);
 static FLUSH_TICKS_MAX: AtomicU64 = AtomicU64::new(0);
 
-/// Keeps a piece of the serial stream (called for every byte sent, in order).
-pub fn tee(bytes: &[u8]) {
-    if !KEEP.load(Relaxed) {
-        return;
-    }
-    // Never wait: the caller may be a fault report that interrupted a flush.
-    let Some(mut p) = PENDING.try_lock() else {
-        DROPPED.fetch_add(bytes.len() as u64, Relaxed);
-        return;
-    };
-    let room = PENDING_MAX - p.len;
-    let take = bytes.len().min(room);
-    let at = p.len;
-    p.bytes[at..at + take].copy_from_slice(&bytes[..take]);
-    p.len += take;
-    if take < bytes.len() {
-        DROPPED.fetch_add((bytes.len() - take) as u64, Relaxed);
-    }
-}
-
-/// A human-readable line (no line ending) for the screen.
-pub fn text(line: &[u8]) {
-    crate::screen::text(line);
-}
-
 /// Looks for the boot stick named by the run configuration and opens its results file; says
 /// what it found (the `results_file` record and a text line). Without a results file in the
 /// configuration the stream is not kept.
 pub fn open_results_file(config: Option<ResultsFile>) {
     let Some(file) = config else {
-        KEEP.store(false, Relaxed);
-        PENDING.lock().len = 0;
+        fanout::stop_keeping();
         return;
     };
     let start = cpu::rdtsc();
-    let probe = crate::usb::probe();
+    let probe = crate::devices::usb::probe();
     let mut rejected: Vec<String> = probe.notes;
     let mut chosen = None;
     for mut disk in probe.disks {
-        match crate::results_file::check_disk(disk.as_mut(), &file) {
+        match crate::output::results_file::check_disk(disk.as_mut(), &file) {
             Ok(()) if chosen.is_none() => chosen = Some(disk),
             Ok(()) => rejected.push(alloc::format!(
                 "{}: also this image's stick; only the first is written",
@@ -153,8 +110,7 @@ pub fn open_results_file(config: Option<ResultsFile>) {
                 "Results: on the serial port only: no USB stick with this image's results file \
                  was found (the run's log says why)",
             ));
-            KEEP.store(false, Relaxed);
-            PENDING.lock().len = 0;
+            fanout::stop_keeping();
         }
     }
 }
@@ -185,10 +141,10 @@ fn flush(status: &str, complete: bool) {
         }
         if let Some(note) = RESULTS_NOTE.try_lock().as_deref().and_then(|n| n.clone()) {
             let lines: Vec<&str> = note.lines().collect();
-            crate::screen::set_notes(&lines);
+            screen::set_notes(&lines);
         }
     }
-    crate::screen::flush(status);
+    screen::flush(status);
     let ticks = cpu::rdtsc().wrapping_sub(start);
     FLUSHES.fetch_add(1, Relaxed);
     FLUSH_TICKS.fetch_add(ticks, Relaxed);
@@ -205,19 +161,14 @@ fn write_file(complete: bool) {
     let Some(open) = file.as_mut() else {
         return;
     };
-    let bytes: Vec<u8> = {
-        let Some(mut p) = PENDING.try_lock() else {
-            return;
-        };
-        let v = p.bytes[..p.len].to_vec();
-        p.len = 0;
-        v
+    let Some(bytes) = fanout::take_kept() else {
+        return;
     };
     if let Err(e) = open.writer.append(open.disk.as_mut(), &bytes, complete) {
         let disk = open.disk.describe();
         *file = None;
         drop(file);
-        KEEP.store(false, Relaxed);
+        fanout::stop_keeping();
         record("error", |r| {
             r.str("source", "results_file").fmt(
                 "message",
@@ -232,8 +183,55 @@ fn write_file(complete: bool) {
     }
 }
 
-/// The `outputs` record: what the flushes cost and what was dropped (emitted before `end`).
-pub fn report() {
+/// The `screen` record and its text line: the mode in use, or why there is no screen.
+pub fn report_screen() {
+    let Some(found) = screen::mode() else { return };
+    record("screen", |r| match found {
+        Ok(l) => r
+            .str("state", "on")
+            .u64("width", l.width as u64)
+            .u64("height", l.height as u64)
+            .u64("stride", l.stride as u64)
+            .u64("bytes_per_pixel", l.bytes_per_pixel as u64)
+            .str("pixel_format", l.format.name())
+            .u64("columns", l.columns() as u64)
+            .u64("rows", l.rows() as u64)
+            .str("font", screen::FONT),
+        Err(why) => r.str("state", "off").str("reason", why),
+    });
+    match found {
+        Ok(l) => crate::say!(
+            "screen {}x{} {}, {} bytes per pixel | {}x{} characters",
+            l.width,
+            l.height,
+            l.format.name(),
+            l.bytes_per_pixel,
+            l.columns(),
+            l.rows()
+        ),
+        Err(why) => crate::say!("screen off: {why}"),
+    }
+}
+
+/// The cost records, before `end`: `screen_cost` (the screen's flushes so far; the final one
+/// is after it) and `outputs` (what the flushes cost and what was dropped).
+pub fn report_costs() {
+    if let Some(cost) = screen::cost() {
+        record("screen_cost", |r| {
+            r.u64("flushes", cost.flushes)
+                .u64("rows_drawn", cost.rows_drawn)
+                .u64("rows_shifted", cost.rows_shifted)
+                .u64("tsc_total", cost.tsc_total)
+                .u64("tsc_max", cost.tsc_max)
+                .u64("lines", cost.lines)
+                .u64("dropped_lines", cost.dropped_lines)
+        });
+    }
+    report_outputs();
+}
+
+/// The `outputs` record: what the flushes cost and what was dropped.
+fn report_outputs() {
     let (written, state, file_dropped) = match FILE.try_lock().as_deref() {
         Some(Some(open)) => (
             Some(open.writer.written()),
@@ -248,6 +246,6 @@ pub fn report() {
             .u64("flush_tsc_max", FLUSH_TICKS_MAX.load(Relaxed))
             .opt_u64("results_file_bytes", written)
             .opt_str("results_file_state", state)
-            .u64("dropped_bytes", DROPPED.load(Relaxed) + file_dropped)
+            .u64("dropped_bytes", fanout::dropped() + file_dropped)
     });
 }

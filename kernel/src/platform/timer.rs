@@ -10,10 +10,10 @@ use baremark_hw::apic::{self, ApicError, ApicInfo, TimerMode};
 use baremark_hw::{cpu, pit};
 use raw_cpuid::CpuIdReaderNative;
 
-use crate::cpu::{CpuInfo, raw_cpuid_leaf};
-use crate::trap_counts::COUNTS;
-use crate::traps::{SPURIOUS_VECTOR, TIMER_VECTOR};
-use crate::tsc::{self, PitMeasurement, TscFrequency};
+use crate::platform::cpu::{CpuInfo, raw_cpuid_leaf};
+use crate::platform::interrupts::COUNTS;
+use crate::platform::interrupts::{SPURIOUS_VECTOR, TIMER_VECTOR};
+use crate::platform::tsc::{self, PitMeasurement, TscFrequency};
 
 /// Everything learnt about the TSC.
 #[derive(Clone, Copy, Debug)]

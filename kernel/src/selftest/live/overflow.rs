@@ -1,6 +1,6 @@
 //! Overflow on every counter, and the PMI through the kernel's own handler.
 //!
-//! Both leave the PMU lock free while a PMI can arrive, so `counters::on_pmi` takes it as in a
+//! Both leave the PMU lock free while a PMI can arrive, so `pmu::machine::on_pmi` takes it as in a
 //! measured payload: it finds and acknowledges the overflow (counted `handled`, never `busy`),
 //! and unmasks LVTPC. The counts of PMIs are exact.
 

@@ -1,307 +1,30 @@
-//! The boot sequence and the boot report.
-//!
-//! Order: trap handler, hardware bring-up (serial, descriptor tables, memory), run
-//! configuration, then one record per subsystem (`boot`, `cpu`, `checks`, `tsc`, `apic`, `pmu`),
-//! each followed by a human-readable line; then any test action, and the `end` record.
+//! The boot report: one record per subsystem (`boot`, `cpu`, `checks`, `tsc`, `apic`, `pmu`),
+//! each followed by a human-readable line.
 
 use baremark_hw::apic::ApicMode;
 use baremark_hw::boot::{BootFacts, Firmware};
 use baremark_hw::cpu::{Protection, Protections};
-use baremark_hw::fpu::{self, Mode as VectorMode, VectorSupport};
+use baremark_hw::fpu::{Mode as VectorMode, VectorSupport};
 use baremark_hw::serial::SerialStatus;
-use baremark_hw::{cpu as hwcpu, msr, paging, pic, trap};
-use bootloader_api::BootInfo;
+use baremark_hw::{cpu as hwcpu, msr, paging};
 use raw_cpuid::CpuIdReaderNative;
 
-use crate::config::{self, ConfigError, ConfigSource, RunConfig, TestAction};
-use crate::console::record;
-use crate::cpu::{self, CpuInfo, raw_cpuid_leaf};
-use crate::fatal::{self, Status};
-use crate::pmu_info::{self, AmdPerfmon, IntelArchPerfmon};
+use crate::config::{ConfigSource, RunConfig};
+use crate::output::console::record;
+use crate::platform::cpu::{CpuInfo, raw_cpuid_leaf};
+use crate::platform::interrupts::COUNTS;
+use crate::platform::timer::{ApicReport, TscReport};
+use crate::platform::tsc::Mhz;
+use crate::pmu::cpuid::{self, AmdPerfmon, IntelArchPerfmon};
 use crate::say;
-use crate::timer::{self, ApicReport, TscReport};
-use crate::trap_counts::COUNTS;
-use crate::traps;
-use crate::tsc::Mhz;
 use events::pmu::PmuKind;
 
-/// Kernel entry, called by the bootloader stub in `main.rs`.
-pub fn run(boot_info: &'static mut BootInfo) -> ! {
-    let tsc_at_entry = hwcpu::rdtsc();
-    trap::set_handler(traps::handle);
-    let facts = match baremark_hw::boot::init(boot_info) {
-        Ok(facts) => facts,
-        Err(e) => {
-            record("error", |r| {
-                r.str("source", "boot")
-                    .fmt("message", format_args!("{e:?}"))
-            });
-            fatal::end(Status::Fail, Some("unusable boot information"));
-        }
-    };
-
-    // The screen takes the frame buffer now (and draws nothing until the first flush).
-    crate::screen::init(baremark_hw::boot::take_framebuffer());
-
-    // Configuration errors are reported after the boot record, so collect them first.
-    let mut errors: [Option<ConfigError<'static>>; 16] = [None; 16];
-    let mut dropped_errors = 0;
-    let (config, members) = config::from_ramdisk(facts.ramdisk, &mut |e| match errors
-        .iter_mut()
-        .find(|s| s.is_none())
-    {
-        Some(slot) => *slot = Some(e),
-        None => dropped_errors += 1,
-    });
-    fatal::set_on_end(config.on_end);
-
-    report_boot(&facts, &config, members, tsc_at_entry);
-    crate::screen::report();
-    for e in errors.iter().flatten() {
-        record("config_error", |r| {
-            r.opt_u64("line", e.line().map(|l| l as u64))
-                .fmt("message", format_args!("{e}"))
-        });
-    }
-    if dropped_errors > 0 {
-        record("config_error", |r| {
-            r.null("line")
-                .fmt("message", format_args!("{dropped_errors} more errors"))
-        });
-    }
-
-    let cpu = cpu::identify();
-    let protections = hwcpu::enable_protections();
-    // Ring 3 may use x87/SSE/AVX (`asm` benchmarks vector instructions); the kernel never does.
-    let vector = fpu::enable();
-    report_cpu(&cpu, &protections, &vector);
-
-    report_checks();
-
-    let tsc = timer::tsc_frequency(&cpu);
-    report_tsc(&tsc, &cpu);
-    crate::screen::set_clock(tsc_at_entry, tsc.chosen.map(|f| f.hz));
-
-    pic::remap_and_mask();
-    let apic = timer::bring_up_apic(&cpu, tsc.chosen.map(|f| f.hz), config.timer_checks);
-    report_apic(&apic);
-
-    report_pmu(&cpu);
-
-    crate::usb::set_tsc_hz(tsc.chosen.map(|f| f.hz));
-    crate::outputs::open_results_file(config.results_file);
-    crate::outputs::between_payloads("boot report complete");
-
-    run_test_action(config.test, config.usb_test_lba);
-    if config.selftest {
-        let summary = crate::selftest_live::run();
-        if summary.failed > 0 {
-            let mut reason = crate::record::LineBuf::<64>::new();
-            let _ = core::fmt::Write::write_fmt(
-                &mut reason,
-                format_args!("selftest: {} checks failed", summary.failed),
-            );
-            fatal::end(Status::Fail, Some(reason.as_str()));
-        }
-    }
-    let tsc_hz = tsc.chosen.map(|f| f.hz);
-    let quantum = match (config.quantum_us, apic.timer_hz, tsc_hz) {
-        (0, _, _) => None,
-        (us, Some(timer_hz), Some(tsc_hz)) => Some(crate::task::run::Quantum {
-            us,
-            timer_hz,
-            tsc_hz,
-        }),
-        _ => {
-            record("error", |r| {
-                r.str("source", "tasks").str(
-                    "message",
-                    "quantum_us ignored: the APIC timer or the TSC frequency is unknown; \
-                     payloads run one after the other",
-                )
-            });
-            None
-        }
-    };
-    let budget = match (config.task_budget_ms, apic.timer_hz, tsc_hz) {
-        (0, _, _) => None,
-        (ms, Some(timer_hz), Some(tsc_hz)) => Some(crate::task::run::Budget {
-            ms,
-            timer_hz,
-            tsc_hz,
-        }),
-        _ => {
-            record("error", |r| {
-                r.str("source", "tasks").str(
-                    "message",
-                    "task_budget_ms ignored: the APIC timer or the TSC frequency is unknown; \
-                     tasks run without a watchdog",
-                )
-            });
-            None
-        }
-    };
-    let harness = harness_plan(&config, facts.ramdisk, tsc_hz);
-    crate::task::run::set_diagnostics(crate::task::run::Diagnostics {
-        counter_preset: config.counter_preset,
-        fault_at_switch_in: config.test_pmu_fault,
-    });
-    crate::task::run::set_policy(crate::task::run::Policy {
-        sample: config.sample.clone(),
-        counters: config.counters.clone(),
-        mux_interval_us: config.mux_interval_us,
-        timer_hz: apic.timer_hz,
-        system: config.system.clone(),
-    });
-    let frames_before = baremark_hw::paging::frame_stats();
-    if config.canary {
-        crate::canary::plant();
-    }
-    let payloads = crate::task::run::run_payloads(facts.ramdisk, tsc_hz, quantum, budget, harness);
-    if payloads.payloads > 0 {
-        let frames = baremark_hw::paging::frame_stats();
-        record("summary", |r| {
-            r.u64("payloads", payloads.payloads)
-                .u64("spawned", payloads.spawned)
-                .object("frames", |r| {
-                    r.u64("before", frames_before.allocated_frames)
-                        .u64("after", frames.allocated_frames)
-                        .u64("peak", frames.peak_frames)
-                        .u64("usable", frames.usable_bytes / 4096)
-                })
-                .u64("benchmarks", payloads.benchmarks)
-                .u64("results", payloads.results)
-                .u64("unsupported", payloads.unsupported)
-                .u64("errors", payloads.harness_errors)
-                .opt_u64("tsc_hz", tsc_hz)
-                .opt_str("tsc_method", tsc.chosen.map(|f| f.method.name()))
-        });
-        say!(
-            "tasks  {} payloads (+{} spawned): {} exited, {} faulted, {} killed, {} not loadable",
-            payloads.payloads,
-            payloads.spawned,
-            payloads.exited,
-            payloads.faulted,
-            payloads.killed,
-            payloads.rejected
-        );
-    }
-    say!("baremark: boot report complete");
-    fatal::end(Status::Ok, None)
-}
-
-/// The harness settings of this run: the `events` list and the nanoBench config the host
-/// packed as `events/nanobench.cfg`, resolved for this PMU (with the event tables the host
-/// packed as `events/<cpu>.tab`, the one for this CPU is used), repetitions, warm-ups,
-/// overhead mode. A bad list, config or table is reported, and what it would have added is not
-/// counted.
-fn harness_plan(
-    run: &RunConfig,
-    ramdisk: &'static [u8],
-    tsc_hz: Option<u64>,
-) -> &'static crate::harness::session::RunPlan {
-    let caps = crate::counters::with_pmu(|pmu, _| *pmu.backend.caps())
-        .unwrap_or_else(|| events::pmu::PmuCaps::tsc_only(events::cpu::Vendor::Intel, None));
-    let mut tables = alloc::vec::Vec::new();
-    let mut config = alloc::vec::Vec::new();
-    for entry in crate::ramdisk::entries(ramdisk).map_while(Result::ok) {
-        let in_events = if entry.prefix.is_empty() {
-            entry.name.starts_with("events/")
-        } else {
-            entry.prefix == "events"
-        };
-        let is_config = if entry.prefix.is_empty() {
-            entry.name == events::nanobench::CONFIG_MEMBER
-        } else {
-            in_events && entry.name == "nanobench.cfg"
-        };
-        if is_config {
-            config = nanobench_config(entry.data);
-            continue;
-        }
-        let path_is_table = in_events && entry.name.ends_with(".tab");
-        if !path_is_table {
-            continue;
-        }
-        match events::table::EventTable::from_bytes(entry.data) {
-            Ok(t) => tables.push(t),
-            Err(e) => record("harness_error", |r| {
-                r.null("payload").null("bench").fmt(
-                    "message",
-                    format_args!("event table `{}`: {e:?} (ignored)", entry.name),
-                )
-            }),
-        }
-    }
-    let platform = crate::harness::plan::Platform {
-        emulated: crate::counters::emulated(),
-        extra_msrs: extra_msrs_present(&caps),
-    };
-    let events = crate::harness::plan::plan_with(
-        run.events.as_deref().unwrap_or(""),
-        &config,
-        &caps,
-        &tables,
-        &platform,
-    );
-    if let Some(e) = &events.error {
-        record("harness_error", |r| {
-            r.null("payload").null("bench").fmt(
-                "message",
-                format_args!(
-                    "events `{}`: {e}; none of its events is measured",
-                    run.events.as_deref().unwrap_or("")
-                ),
-            )
-        });
-    }
-    alloc::boxed::Box::leak(alloc::boxed::Box::new(crate::harness::session::RunPlan {
-        reps: run.reps,
-        warmup: run.warmup,
-        overhead: run.overhead,
-        events,
-        tsc_hz,
-        emulated: platform.emulated,
-    }))
-}
-
-/// The events of the nanoBench config member; a `harness_error` record (and none of its
-/// events) if it is not UTF-8 or does not parse. The host checked it, so this is a ramdisk
-/// made by other means.
-fn nanobench_config(data: &[u8]) -> alloc::vec::Vec<events::nanobench::NanoBenchEvent> {
-    let member = events::nanobench::CONFIG_MEMBER;
-    let parsed = core::str::from_utf8(data)
-        .map_err(|e| alloc::format!("not UTF-8 at byte offset {}", e.valid_up_to()))
-        .and_then(|text| events::nanobench::parse_config(text).map_err(|e| alloc::format!("{e}")));
-    parsed.unwrap_or_else(|message| {
-        record("harness_error", |r| {
-            r.null("payload").null("bench").fmt(
-                "message",
-                format_args!("{member}: {message}; none of its events is measured"),
-            )
-        });
-        alloc::vec::Vec::new()
-    })
-}
-
-/// Which of the extra MSRs events may need (`plan::EXTRA_MSRS`) this CPU has: on an Intel PMU,
-/// those whose RDMSR does not raise #GP (they are model specific: offcore response from
-/// Nehalem, the frontend MSR from Skylake, and a hypervisor may lack any of them).
-fn extra_msrs_present(caps: &events::pmu::PmuCaps) -> u8 {
-    if !matches!(caps.kind, events::pmu::PmuKind::IntelArch { .. }) {
-        return 0;
-    }
-    crate::counters::with_pmu(|_, msr| {
-        crate::harness::plan::EXTRA_MSRS
-            .iter()
-            .enumerate()
-            .filter(|(_, (m, _))| crate::pmu::msr::Msr::read(msr, *m).is_ok())
-            .fold(0u8, |set, (i, _)| set | (1 << i))
-    })
-    .unwrap_or(0)
-}
-
-fn report_boot(facts: &BootFacts, config: &RunConfig, members: usize, tsc_at_entry: u64) {
+pub(super) fn report_boot(
+    facts: &BootFacts,
+    config: &RunConfig,
+    members: usize,
+    tsc_at_entry: u64,
+) {
     let firmware = match facts.firmware {
         Firmware::Bios => "bios",
         Firmware::Uefi => "uefi",
@@ -353,7 +76,7 @@ fn report_boot(facts: &BootFacts, config: &RunConfig, members: usize, tsc_at_ent
                 .u64("ramdisk_members", members as u64)
                 .str(
                     "on_end",
-                    if config.on_end == config::OnEnd::QemuExit {
+                    if config.on_end == crate::traps::OnEnd::QemuExit {
                         "qemu-exit"
                     } else {
                         "halt"
@@ -411,7 +134,7 @@ fn vector_mode_name(mode: VectorMode) -> &'static str {
     }
 }
 
-fn report_cpu(cpu: &CpuInfo, prot: &Protections, vector: &VectorSupport) {
+pub(super) fn report_cpu(cpu: &CpuInfo, prot: &Protections, vector: &VectorSupport) {
     let hv_sig = cpu.hypervisor_signature;
     record("cpu", |r| {
         r.str("vendor", cpu.vendor.as_str())
@@ -462,7 +185,7 @@ fn report_cpu(cpu: &CpuInfo, prot: &Protections, vector: &VectorSupport) {
 
 /// Proves the trap path returns correctly: a breakpoint is handled and resumed, and a #GP on
 /// an MSR that does not exist is turned into an error by the MSR door's exception table.
-fn report_checks() {
+pub(super) fn report_checks() {
     let before = COUNTS
         .breakpoints
         .load(core::sync::atomic::Ordering::Relaxed);
@@ -502,7 +225,7 @@ fn report_checks() {
     });
 }
 
-fn report_tsc(tsc: &TscReport, cpu: &CpuInfo) {
+pub(super) fn report_tsc(tsc: &TscReport, cpu: &CpuInfo) {
     let chosen = tsc.chosen;
     record("tsc", |r| {
         let r = match chosen {
@@ -548,7 +271,7 @@ fn report_tsc(tsc: &TscReport, cpu: &CpuInfo) {
     }
 }
 
-fn report_apic(apic: &ApicReport) {
+pub(super) fn report_apic(apic: &ApicReport) {
     match apic.info {
         Ok(info) => {
             let mode = if info.mode == ApicMode::X2Apic {
@@ -563,9 +286,18 @@ fn report_apic(apic: &ApicReport) {
                     .u64("lvt_entries", u64::from(info.lvt_entries))
                     .hex("base", info.base_phys)
                     .opt_u64("timer_hz", apic.timer_hz)
-                    .u64("timer_divide", u64::from(timer::TIMER_DIVIDE))
-                    .u64("timer_vector", u64::from(traps::TIMER_VECTOR))
-                    .u64("spurious_vector", u64::from(traps::SPURIOUS_VECTOR))
+                    .u64(
+                        "timer_divide",
+                        u64::from(crate::platform::timer::TIMER_DIVIDE),
+                    )
+                    .u64(
+                        "timer_vector",
+                        u64::from(crate::platform::interrupts::TIMER_VECTOR),
+                    )
+                    .u64(
+                        "spurious_vector",
+                        u64::from(crate::platform::interrupts::SPURIOUS_VECTOR),
+                    )
                     .object("timer_checks", |r| {
                         r.str("one_shot", apic.one_shot.as_str())
                             .str("periodic", apic.periodic.as_str())
@@ -612,8 +344,8 @@ impl core::fmt::Display for MhzOrUnknown {
     }
 }
 
-fn report_pmu(cpu: &CpuInfo) {
-    let d = crate::counters::init(cpu);
+pub(super) fn report_pmu(cpu: &CpuInfo) {
+    let d = crate::pmu::machine::init(cpu);
     let reader = CpuIdReaderNative;
     let ext1_ecx = if cpu.max_extended_leaf >= 0x8000_0001 {
         raw_cpuid_leaf(&reader, 0x8000_0001)[2]
@@ -624,14 +356,14 @@ fn report_pmu(cpu: &CpuInfo) {
         (cpu.max_extended_leaf >= 0x8000_0022).then(|| raw_cpuid_leaf(&reader, 0x8000_0022));
     let amd = AmdPerfmon::decode(ext1_ecx, leaf_22);
     let intel = IntelArchPerfmon::decode(d.leaf_0a);
-    let backend = crate::counters::with_pmu(|pmu, _| pmu.backend.name()).unwrap_or("none");
-    let emulated = crate::counters::emulated();
+    let backend = crate::pmu::machine::with_pmu(|pmu, _| pmu.backend.name()).unwrap_or("none");
+    let emulated = crate::pmu::machine::emulated();
     let summary = if emulated {
         "QEMU's emulated PMU (TCG model, baremark emulator/): exact instructions, cycles, ref-cycles and branches; figures are emulated, not hardware"
     } else if cpu.hypervisor_name == Some("tcg") {
         "QEMU software emulation (TCG): no performance counters are emulated"
     } else {
-        pmu_info::summary(&intel, &amd, cpu.vendor.as_str())
+        cpuid::summary(&intel, &amd, cpu.vendor.as_str())
     };
     let caps = d.caps;
     record("pmu", |r| {
@@ -659,7 +391,10 @@ fn report_pmu(cpu: &CpuInfo) {
             .opt_str("core_type", caps.core_type.map(|c| c.perfmon_name()))
             .opt_u64("perf_capabilities", d.perf_capabilities)
             .bool("cpuid_23h", d.used_leaf_23)
-            .u64("pmi_vector", u64::from(crate::counters::PMI_VECTOR))
+            .u64(
+                "pmi_vector",
+                u64::from(crate::platform::interrupts::PMI_VECTOR),
+            )
             .object("cpuid_0a", |r| {
                 r.hex("eax", u64::from(d.leaf_0a[0]))
                     .hex("ebx", u64::from(d.leaf_0a[1]))
@@ -690,7 +425,7 @@ fn report_pmu(cpu: &CpuInfo) {
             })
             .object("probes", |mut r| {
                 for p in &d.probes {
-                    let mut key = crate::record::LineBuf::<16>::new();
+                    let mut key = crate::output::record::LineBuf::<16>::new();
                     let _ = core::fmt::Write::write_fmt(&mut key, format_args!("{:#x}", p.msr));
                     r = r.str(key.as_str(), if p.result.is_ok() { "ok" } else { "fault" });
                 }
@@ -698,43 +433,4 @@ fn report_pmu(cpu: &CpuInfo) {
             })
     });
     say!("pmu    {summary} | backend {backend}: {}", d.reason);
-}
-
-fn run_test_action(action: TestAction, usb_test_lba: u64) {
-    match action {
-        TestAction::None => {}
-        TestAction::PageFault => {
-            say!("test   page-fault: reading an unmapped address");
-            // An address in the lower half that nothing maps.
-            let value = paging::read_unmapped(0x0000_0dea_d000_0000);
-            say!("test   page-fault: the read returned {value:?} without faulting");
-        }
-        TestAction::Panic => panic!("test panic requested by the run configuration"),
-        TestAction::InvalidOpcode => {
-            say!("test   invalid-opcode: executing ud2");
-            trap::raise_invalid_opcode();
-        }
-        TestAction::StackOverflow => {
-            say!("test   stack-overflow: recursing into the guard page");
-            let depth = recurse(0);
-            say!("test   stack-overflow: returned at depth {depth}");
-        }
-        TestAction::Hang => {
-            say!("test   hang: spinning with interrupts off");
-            hwcpu::disable_interrupts();
-            loop {
-                core::hint::spin_loop();
-            }
-        }
-        TestAction::Ring3 => crate::task::smoke::run(),
-        TestAction::UsbDisks => crate::usb::test_disks(),
-        TestAction::UsbWrite => crate::usb::test_write(usb_test_lba),
-    }
-}
-
-/// Unbounded recursion with a frame the optimiser cannot remove.
-#[allow(unconditional_recursion)]
-fn recurse(depth: u64) -> u64 {
-    let pad = core::hint::black_box([depth; 64]);
-    core::hint::black_box(recurse(depth + 1)) + pad[depth as usize % 64]
 }

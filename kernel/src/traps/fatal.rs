@@ -9,10 +9,10 @@ use core::sync::atomic::{AtomicBool, AtomicU8, Ordering::Relaxed};
 use baremark_hw::trap::TrapFrame;
 use baremark_hw::{cpu, port};
 
-use crate::config::OnEnd;
-use crate::console;
-use crate::exceptions;
-use crate::trap_counts::COUNTS;
+use super::OnEnd;
+use crate::output::console;
+use crate::platform::interrupts::COUNTS;
+use crate::traps::exceptions;
 
 /// isa-debug-exit value for a successful run (QEMU exits with 33).
 pub const EXIT_SUCCESS: u8 = 0x10;
@@ -50,8 +50,7 @@ pub fn end(status: Status, reason: Option<&str>) -> ! {
         stop(Status::Fail);
     }
     let on_end = ON_END.load(Relaxed);
-    crate::screen::report_cost();
-    crate::outputs::report();
+    crate::output::sinks::report_costs();
     console::record_fatal("end", |r| {
         r.str("status", if status == Status::Ok { "ok" } else { "fail" })
             .opt_str("reason", reason)
@@ -71,16 +70,19 @@ pub fn end(status: Status, reason: Option<&str>) -> ! {
                     .u64("spurious_apic", COUNTS.spurious_apic.load(Relaxed))
                     .u64("spurious_pic", COUNTS.spurious_pic.load(Relaxed))
                     .u64("unexpected", COUNTS.unexpected.load(Relaxed))
-                    .u64("pmi", crate::counters::PMI_COUNTS.handled.load(Relaxed))
-                    .u64("pmi_busy", crate::counters::PMI_COUNTS.busy.load(Relaxed))
+                    .u64("pmi", crate::pmu::machine::PMI_COUNTS.handled.load(Relaxed))
+                    .u64(
+                        "pmi_busy",
+                        crate::pmu::machine::PMI_COUNTS.busy.load(Relaxed),
+                    )
                     .u64(
                         "pmi_spurious",
-                        crate::counters::PMI_COUNTS.spurious.load(Relaxed),
+                        crate::pmu::machine::PMI_COUNTS.spurious.load(Relaxed),
                     )
             })
     });
-    crate::screen::prepare_end(status == Status::Ok, on_end != ON_END_QEMU_EXIT);
-    crate::outputs::at_end(match (status, reason) {
+    crate::output::screen::prepare_end(status == Status::Ok, on_end != ON_END_QEMU_EXIT);
+    crate::output::sinks::at_end(match (status, reason) {
         (Status::Ok, _) => "run complete: status ok",
         (Status::Fail, Some(reason)) => reason,
         (Status::Fail, None) => "run failed",
@@ -122,7 +124,10 @@ const GPR_NAMES: [&str; 15] = [
 ];
 
 /// Adds the fields of a `fault` record (docs/records.md) for `s` to `r`.
-pub fn fault_fields<'a>(r: crate::record::Record<'a>, s: &FaultState) -> crate::record::Record<'a> {
+pub fn fault_fields<'a>(
+    r: crate::output::record::Record<'a>,
+    s: &FaultState,
+) -> crate::output::record::Record<'a> {
     let (mnemonic, name) = exceptions::describe(s.vector).unwrap_or(("?", "unknown"));
     let r = r
         .str("mode", s.mode)
@@ -168,7 +173,7 @@ pub fn fault(frame: &TrapFrame) -> ! {
         ],
     };
     console::record_fatal("fault", |r| fault_fields(r, &state));
-    let mut reason = crate::record::LineBuf::<64>::new();
+    let mut reason = crate::output::record::LineBuf::<64>::new();
     let _ = core::fmt::Write::write_fmt(&mut reason, format_args!("kernel-mode {name} exception"));
     end(Status::Fail, Some(reason.as_str()))
 }

@@ -18,7 +18,7 @@ use super::device::{CONTROL_DATA_MAX, Device, TransferError};
 use super::regs::speed_name;
 use super::trb::{self, Trb};
 use super::xhci::{Controller, TransferRing};
-use crate::blockdev::{BlockDevice, BlockError};
+use crate::devices::blockdev::{BlockDevice, BlockError};
 
 /// Bytes per bulk data transfer: one Normal TRB, which must not cross a 64 KiB boundary.
 const CHUNK: usize = 32 * 1024;

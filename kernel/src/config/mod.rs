@@ -10,18 +10,12 @@ use alloc::vec::Vec;
 use core::fmt;
 
 use crate::harness::stats::Overhead;
+use crate::output::results_file::ResultsFile;
+use crate::task::settings::{CounterPermission, MUX_INTERVAL_US_DEFAULT, SAMPLE_MAX, SampleSpec};
+use crate::traps::OnEnd;
 
 /// Name of the configuration member in the ramdisk archive.
 pub const CONFIG_MEMBER: &str = "run.cfg";
-
-/// What to do after the `end` record.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum OnEnd {
-    /// Write the status to QEMU's isa-debug-exit device (port 0xf4), then halt.
-    QemuExit,
-    /// Halt (real hardware: the report is complete, the machine stays as it is).
-    Halt,
-}
 
 /// Test-only behaviours that prove the harness catches failures.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -131,43 +125,6 @@ pub struct RunConfig {
     pub system: Vec<u64>,
 }
 
-/// The default `mux_interval_us` (perf rotates every 4 ms on a 250 Hz kernel; 1 ms here).
-pub const MUX_INTERVAL_US_DEFAULT: u32 = 1000;
-
-/// One sampled event of run.cfg `sample`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct SampleSpec {
-    /// A `counters_configure` entry (a GP event-select encoding without EN and INT, or a fixed
-    /// counter entry).
-    pub word: u64,
-    /// Events between two samples (1..=`threshold::PERIOD_MAX`).
-    pub period: u64,
-}
-
-/// The most sampled events (more than any PMU has GP counters today).
-pub const SAMPLE_MAX: usize = 8;
-
-/// Which payloads may program counters (run.cfg `counters`).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub enum CounterPermission {
-    #[default]
-    All,
-    None,
-    /// Only these payloads (a spawned task is allowed by its own payload name).
-    Only(Vec<String>),
-}
-
-impl CounterPermission {
-    /// Whether the payload `name` may program counters.
-    pub fn allows(&self, name: &str) -> bool {
-        match self {
-            CounterPermission::All => true,
-            CounterPermission::None => false,
-            CounterPermission::Only(names) => names.iter().any(|n| n == name),
-        }
-    }
-}
-
 /// `WORD@PERIOD[,WORD@PERIOD...]` (WORD hex with 0x, PERIOD decimal).
 fn parse_samples(value: &str) -> Option<Vec<SampleSpec>> {
     let specs: Option<Vec<SampleSpec>> = value
@@ -209,20 +166,6 @@ fn parse_permission(value: &str) -> Option<CounterPermission> {
             valid.then_some(CounterPermission::Only(names))
         }
     }
-}
-
-/// Where the results file lies on the boot stick and how to recognise the stick
-/// (`results_file = LBA:SECTORS`, `disk_signature = 0xXXXXXXXX`, `results_id = 32 hex digits`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ResultsFile {
-    /// The file's first sector (512-byte sectors from the start of the disk).
-    pub lba: u64,
-    /// Its length in sectors (contiguous).
-    pub sectors: u64,
-    /// The MBR disk signature (bytes 440..444 of sector 0, little-endian).
-    pub disk_signature: u32,
-    /// The image's random identity, also in the file's header sector.
-    pub id: [u8; 16],
 }
 
 /// The most repetitions (and warm-ups) per benchmark and kind (the SDK's sample buffer).
@@ -278,7 +221,7 @@ impl Default for RunConfig {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ConfigError<'a> {
     /// The ramdisk is not a valid ustar archive (members before the damage are still used).
-    CorruptArchive(crate::ramdisk::TarError),
+    CorruptArchive(crate::devices::ramdisk::TarError),
     /// `run.cfg` is not UTF-8.
     NotUtf8,
     /// A line without `=`.
@@ -363,7 +306,7 @@ pub fn from_ramdisk<'a>(
     }
     let mut members = 0;
     let mut config = None;
-    for entry in crate::ramdisk::entries(ramdisk) {
+    for entry in crate::devices::ramdisk::entries(ramdisk) {
         match entry {
             Ok(entry) => {
                 members += 1;

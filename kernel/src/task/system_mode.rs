@@ -16,7 +16,7 @@ use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use baremark_hw::cpu as hwcpu;
 
-use crate::counters::HwMsr;
+use crate::pmu::machine::HwMsr;
 use crate::task::abi::{EBUSY, ENODEV, ENOENT};
 use crate::task::system::{Holder, SystemCounters};
 use crate::task::vcounter::Values;
@@ -76,7 +76,7 @@ pub fn configure(words: &[u64], holder: Holder) -> Result<u64, i64> {
     }
     let old = state.take();
     let had_old = old.is_some();
-    crate::counters::with_pmu(|pmu, msr| {
+    crate::pmu::machine::with_pmu(|pmu, msr| {
         let backend = pmu.backend.as_mut();
         if backend.caps().kind == events::pmu::PmuKind::TscOnly {
             return Err(ENODEV);
@@ -107,7 +107,7 @@ pub fn release(holder: Holder) -> Result<u64, i64> {
         Some(_) => {}
     }
     if let Some(s) = state.take() {
-        let _ = crate::counters::with_pmu(|pmu, msr| s.stop(pmu.backend.as_mut(), msr));
+        let _ = crate::pmu::machine::with_pmu(|pmu, msr| s.stop(pmu.backend.as_mut(), msr));
     }
     Ok(GENERATION.fetch_add(1, Ordering::Relaxed) + 1)
 }
@@ -128,7 +128,7 @@ pub fn release_if_held_by(task_index: u64) {
 pub fn read() -> Option<(u64, Vec<u64>, Values)> {
     let mut state = STATE.lock();
     let s = state.as_mut()?;
-    let values = crate::counters::with_pmu(|pmu, _| {
+    let values = crate::pmu::machine::with_pmu(|pmu, _| {
         s.read(pmu.backend.as_mut(), &mut HwMsr, hwcpu::rdtsc())
     })?
     .ok()?;

@@ -1,12 +1,15 @@
 //! The framebuffer console: the human-readable report on the screen (docs/screen.md).
 //!
 //! [`text`] (every text line sent to the serial port) and [`median`] (every benchmark's
-//! medians) only change memory. Pixels change only in [`flush`], which `outputs` calls between
+//! medians) only change memory. Pixels change only in [`flush`], which `sinks` calls between
 //! payloads and after the `end` record, where no measured region is open; what the flushes
-//! cost is reported in the `screen_cost` record before `end` (the final draw comes after it
-//! and is not in it). Without a frame buffer every hook does nothing.
+//! cost ([`cost`]) is reported in the `screen_cost` record before `end` (the final draw comes
+//! after it and is not in it). Without a frame buffer every hook does nothing. A sink: it never
+//! emits records itself.
 
 mod mode;
+
+pub use mode::FONT;
 
 use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
@@ -16,8 +19,6 @@ use baremark_screen::console::status_line;
 use baremark_screen::{Console, Layout, Summary};
 use spin::Mutex;
 
-use crate::console::record;
-
 struct State {
     console: Console,
     buffer: &'static mut [u8],
@@ -26,7 +27,7 @@ struct State {
     clock: Option<(u64, u64)>,
     /// Set by [`prepare_end`]: the next flush draws the final screen.
     ending: Option<Ending>,
-    /// Lines for the final screen above the status (where the results went: `outputs`).
+    /// Lines for the final screen above the status (where the results went: `sinks`).
     notes: alloc::vec::Vec<alloc::string::String>,
     cost: Cost,
 }
@@ -75,34 +76,10 @@ pub fn init(fb: Option<Framebuffer>) {
     *MODE.lock() = Some(found);
 }
 
-/// The `screen` record: the mode in use, or why there is no screen.
-pub fn report() {
-    let Some(found) = *MODE.lock() else { return };
-    record("screen", |r| match found {
-        Ok(l) => r
-            .str("state", "on")
-            .u64("width", l.width as u64)
-            .u64("height", l.height as u64)
-            .u64("stride", l.stride as u64)
-            .u64("bytes_per_pixel", l.bytes_per_pixel as u64)
-            .str("pixel_format", l.format.name())
-            .u64("columns", l.columns() as u64)
-            .u64("rows", l.rows() as u64)
-            .str("font", mode::FONT),
-        Err(why) => r.str("state", "off").str("reason", why),
-    });
-    match found {
-        Ok(l) => crate::say!(
-            "screen {}x{} {}, {} bytes per pixel | {}x{} characters",
-            l.width,
-            l.height,
-            l.format.name(),
-            l.bytes_per_pixel,
-            l.columns(),
-            l.rows()
-        ),
-        Err(why) => crate::say!("screen off: {why}"),
-    }
+/// The mode in use, or why there is no screen (`None` before [`init`]), for the `screen`
+/// record (`sinks::report_screen`).
+pub fn mode() -> Option<Result<Layout, &'static str>> {
+    *MODE.lock()
 }
 
 /// Gives the status line its clock (once the TSC frequency is known).
@@ -135,7 +112,7 @@ pub fn median(bench: &str, event: &str, median: Option<f64>) {
     }
 }
 
-/// Called by `fatal::end` before the last flush: that flush draws the final screen.
+/// Called by `traps::fatal::end` before the last flush: that flush draws the final screen.
 pub fn prepare_end(ok: bool, halts: bool) {
     if let Some(s) = STATE.try_lock().as_mut().and_then(|g| g.as_mut()) {
         s.ending = Some(Ending { ok, halts });
@@ -190,19 +167,33 @@ pub fn flush(status: &str) {
     c.tsc_max = c.tsc_max.max(ticks);
 }
 
-/// The `screen_cost` record (before `end`): the flushes so far; the final one is after it.
-pub fn report_cost() {
+/// What the flushes so far cost, for the `screen_cost` record (`None` without a screen, or
+/// while a flush runs).
+pub fn cost() -> Option<ScreenCost> {
     let cost = match STATE.try_lock().as_deref() {
         Some(Some(s)) => s.cost,
-        _ => return,
+        _ => return None,
     };
-    record("screen_cost", |r| {
-        r.u64("flushes", cost.flushes)
-            .u64("rows_drawn", cost.rows_drawn)
-            .u64("rows_shifted", cost.rows_shifted)
-            .u64("tsc_total", cost.tsc_total)
-            .u64("tsc_max", cost.tsc_max)
-            .u64("lines", LINES.load(Relaxed))
-            .u64("dropped_lines", DROPPED_LINES.load(Relaxed))
-    });
+    Some(ScreenCost {
+        flushes: cost.flushes,
+        rows_drawn: cost.rows_drawn,
+        rows_shifted: cost.rows_shifted,
+        tsc_total: cost.tsc_total,
+        tsc_max: cost.tsc_max,
+        lines: LINES.load(Relaxed),
+        dropped_lines: DROPPED_LINES.load(Relaxed),
+    })
+}
+
+/// The `screen_cost` record's figures.
+pub struct ScreenCost {
+    pub flushes: u64,
+    pub rows_drawn: u64,
+    pub rows_shifted: u64,
+    pub tsc_total: u64,
+    pub tsc_max: u64,
+    /// Text lines queued.
+    pub lines: u64,
+    /// Lines that found the console busy or were not UTF-8.
+    pub dropped_lines: u64,
 }

@@ -1,6 +1,6 @@
 //! The machine's PMU: the hardware `Msr`, discovery at boot, the backend in use, and the PMI.
 //!
-//! PMI delivery: the local APIC's LVTPC entry raises a fixed vector ([`PMI_VECTOR`]), not an NMI.
+//! PMI delivery: the local APIC's LVTPC entry raises a fixed vector (`platform::interrupts::PMI_VECTOR`), not an NMI.
 //! baremark never needs a sample taken inside interrupt-disabled kernel code (measured code runs in
 //! ring 3 with interrupts enabled; the selftest takes its PMIs in an interrupt window), and
 //! a maskable vector keeps the handler free of NMI re-entrancy: it can take the PMU lock like any
@@ -15,7 +15,8 @@ use events::cpu::{CpuModel, Vendor};
 use raw_cpuid::CpuIdReaderNative;
 use spin::Mutex;
 
-use crate::cpu::{CpuInfo, raw_cpuid_subleaf};
+use crate::platform::cpu::{CpuInfo, raw_cpuid_subleaf};
+use crate::platform::interrupts::PMI_VECTOR;
 use crate::pmu::amd::AmdPmu;
 use crate::pmu::backend::{PmiEvent, PmuBackend};
 use crate::pmu::discovery::{self, BackendChoice, Discovery};
@@ -23,9 +24,6 @@ use crate::pmu::intel::IntelArchPmu;
 use crate::pmu::msr::{Msr, MsrFault};
 use crate::pmu::switch::BatchMsr;
 use crate::pmu::tsc_only::TscOnlyPmu;
-
-/// The local APIC vector of the performance-counter interrupt.
-pub const PMI_VECTOR: u8 = 0xfe;
 
 /// The hardware MSR door (kernel/hw/src/msr.rs) as an [`Msr`].
 pub struct HwMsr;
@@ -55,7 +53,7 @@ const _: () = assert!(hwmsr::BATCH_MAX == crate::pmu::switch::LIST_MAX);
 
 // The extra MSRs the harness plans events with are ones the MSR door lets the kernel write.
 const _: () = {
-    let msrs = crate::harness::plan::EXTRA_MSRS;
+    let msrs = crate::pmu::regs::EXTRA_MSRS;
     let mut i = 0;
     while i < msrs.len() {
         assert!(hwmsr::is_writable_by_kernel(msrs[i].0));

@@ -6,9 +6,9 @@ use alloc::format;
 use core::cell::Cell;
 
 use super::{Ctx, Items, N, Slot, known_loop, locked, measure, release};
-use crate::counters::HwMsr;
 use crate::pmu::backend::{Counter, CounterSet, PmuError};
 use crate::pmu::intel::{legacy_write_result, width_mask};
+use crate::pmu::machine::HwMsr;
 use crate::pmu::msr::{Msr, MsrFault};
 use crate::pmu::regs;
 use crate::selftest::{self, Outcome};

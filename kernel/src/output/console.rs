@@ -3,14 +3,14 @@
 //! Lines end in "\r\n" so a terminal on a real serial cable shows them properly; the host
 //! parser accepts both line endings. Anything that is not a record line is text for people.
 //!
-//! Every byte sent also goes to `outputs::tee` (the results file on the boot stick gets the
-//! same stream), and every text line to `outputs::text` (the screen).
+//! This is the record API every producer uses. Every line goes to the fan-out (`fanout`): the
+//! serial port, the stream kept for the results file on the boot stick, and, for text lines,
+//! the screen.
 
 use core::fmt::{self, Write};
 
-use baremark_hw::serial;
-
-use crate::record::{LineBuf, MAX_RECORD_LEN, Record};
+use super::fanout;
+use super::record::{LineBuf, MAX_RECORD_LEN, Record};
 
 /// Emits one record, built by `build`. If it does not fit in [`MAX_RECORD_LEN`], an `error`
 /// record saying so goes out instead, so the stream never carries a broken line.
@@ -36,29 +36,20 @@ pub fn record(kind: &str, build: impl for<'a> FnOnce(Record<'a>) -> Record<'a>) 
 pub fn record_fatal(kind: &str, build: impl for<'a> FnOnce(Record<'a>) -> Record<'a>) {
     let mut buf = LineBuf::<MAX_RECORD_LEN>::new();
     let complete = build(Record::new(&mut buf, kind)).finish().is_ok();
-    let fatal = |bytes: &[u8]| {
-        serial::write_fatal(bytes);
-        crate::outputs::tee(bytes);
-    };
-    fatal(b"\r\n");
+    fanout::fatal(b"\r\n");
     if complete {
-        fatal(buf.as_bytes());
+        fanout::fatal(buf.as_bytes());
     } else {
-        fatal(
+        fanout::fatal(
             br#"{"type":"error","v":1,"source":"console","message":"a fatal record was too long"}"#,
         );
     }
-    fatal(b"\r\n");
+    fanout::fatal(b"\r\n");
 }
 
 /// Writes one line (adds the line ending) under the serial lock.
 pub fn write_line(bytes: &[u8]) {
-    serial::with_lock(|send| {
-        send(bytes);
-        send(b"\r\n");
-        crate::outputs::tee(bytes);
-        crate::outputs::tee(b"\r\n");
-    });
+    fanout::line(bytes);
 }
 
 /// Writes a human-readable text line.
@@ -66,11 +57,11 @@ pub fn text(args: fmt::Arguments<'_>) {
     let mut buf = LineBuf::<512>::new();
     let _ = buf.write_fmt(args);
     write_line(buf.as_bytes());
-    crate::outputs::text(buf.as_bytes());
+    fanout::text(buf.as_bytes());
 }
 
 /// Prints a human-readable line on the serial console.
 #[macro_export]
 macro_rules! say {
-    ($($arg:tt)*) => { $crate::console::text(format_args!($($arg)*)) };
+    ($($arg:tt)*) => { $crate::output::console::text(format_args!($($arg)*)) };
 }

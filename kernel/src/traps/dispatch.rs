@@ -3,7 +3,7 @@
 //!
 //! - exceptions 0-31 in kernel mode end the run with a fault record, except NMI (counted) and
 //!   a breakpoint (counted and resumed: `int3` is a trap, the saved RIP is already past it);
-//! - the APIC timer vector counts ticks; the PMI vector goes to `counters::on_pmi`;
+//! - the APIC timer vector counts ticks; the PMI vector goes to `pmu::machine::on_pmi`;
 //! - spurious APIC and 8259 interrupts are counted, as is anything unexpected, and reported in
 //!   the `end` record.
 
@@ -12,12 +12,7 @@ use core::sync::atomic::Ordering::Relaxed;
 use baremark_hw::trap::TrapFrame;
 use baremark_hw::{apic, cpu, pic};
 
-use crate::trap_counts::COUNTS;
-
-/// Vector of the local APIC timer.
-pub const TIMER_VECTOR: u8 = 0x40;
-/// Vector of the local APIC's spurious interrupt.
-pub const SPURIOUS_VECTOR: u8 = 0xff;
+use crate::platform::interrupts::{COUNTS, PMI_VECTOR, SPURIOUS_VECTOR, TIMER_VECTOR};
 
 /// Entry point from the trap dispatcher.
 pub fn handle(frame: &mut TrapFrame) {
@@ -27,7 +22,7 @@ pub fn handle(frame: &mut TrapFrame) {
         BREAKPOINT => {
             COUNTS.breakpoints.fetch_add(1, Relaxed);
         }
-        v if v < 32 && v != NMI => crate::fatal::fault(frame),
+        v if v < 32 && v != NMI => crate::traps::fatal::fault(frame),
         v => interrupt(v as u8),
     }
 }
@@ -46,7 +41,7 @@ pub fn interrupt(vector: u8) {
             COUNTS.timer_ticks.fetch_add(1, Relaxed);
             apic::eoi();
         }
-        v if v == crate::counters::PMI_VECTOR => crate::counters::on_pmi(),
+        PMI_VECTOR => crate::pmu::machine::on_pmi(),
         SPURIOUS_VECTOR => {
             // No EOI for a spurious APIC interrupt.
             COUNTS.spurious_apic.fetch_add(1, Relaxed);

@@ -13,8 +13,21 @@ use alloc::vec;
 use alloc::vec::Vec;
 use core::fmt::Write as _;
 
-use crate::blockdev::{BlockDevice, BlockError};
-use crate::config::ResultsFile;
+use crate::devices::blockdev::{BlockDevice, BlockError};
+
+/// Where the results file lies on the boot stick and how to recognise the stick
+/// (`results_file = LBA:SECTORS`, `disk_signature = 0xXXXXXXXX`, `results_id = 32 hex digits`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ResultsFile {
+    /// The file's first sector (512-byte sectors from the start of the disk).
+    pub lba: u64,
+    /// Its length in sectors (contiguous).
+    pub sectors: u64,
+    /// The MBR disk signature (bytes 440..444 of sector 0, little-endian).
+    pub disk_signature: u32,
+    /// The image's random identity, also in the file's header sector.
+    pub id: [u8; 16],
+}
 
 /// The results file's sector size: the host lays the file out in 512-byte sectors.
 pub const SECTOR: usize = 512;

@@ -1,6 +1,6 @@
 //! Finding USB disks: every xHCI controller on PCI, every connected root-hub port, every
-//! mass-storage device; and the test actions that report them (`usb-disks`, `usb-write`).
-//! Whatever cannot be used becomes a note, never a panic.
+//! mass-storage device; and what the test actions (`usb-disks`, `usb-write`, reported by
+//! `boot::actions`) do with them. Whatever cannot be used becomes a note, never a panic.
 
 use alloc::boxed::Box;
 use alloc::format;
@@ -18,8 +18,7 @@ use super::device::Device;
 use super::ports;
 use super::storage::UsbDisk;
 use super::xhci::Controller;
-use crate::blockdev::BlockDevice;
-use crate::console::record;
+use crate::devices::blockdev::{BlockDevice, BlockError};
 
 /// What a probe found: every USB mass-storage disk that answered, and one line per controller
 /// or device that could not be used (for the records and the screen).
@@ -42,7 +41,9 @@ pub fn probe() -> Probe {
     }
 }
 
-fn probe_disks() -> (Vec<UsbDisk>, Vec<String>) {
+/// Every USB mass-storage disk that answered, and a note for each controller or device that
+/// could not be used.
+pub fn probe_disks() -> (Vec<UsbDisk>, Vec<String>) {
     let mut disks = Vec::new();
     let mut notes = Vec::new();
     let functions = pci::enumerate();
@@ -140,85 +141,19 @@ fn open_port(ctrl: &Arc<Mutex<Controller>>, port: u8) -> Result<UsbDisk, String>
 }
 
 /// Sectors whose digest `usb-disks` reports.
-const DIGEST_SECTORS: usize = 8;
+pub const DIGEST_SECTORS: usize = 8;
 /// Sectors `usb-write` writes.
-const WRITE_SECTORS: u64 = 64;
+pub const WRITE_SECTORS: u64 = 64;
 
-fn report_notes(notes: &[String]) {
-    for note in notes {
-        record("usb_note", |r| r.str("message", note));
-        crate::say!("usb    {note}");
-    }
+/// The FNV-1a digest of the first [`DIGEST_SECTORS`] sectors of `d` (`test = usb-disks`).
+pub fn digest(d: &mut UsbDisk) -> Result<u64, BlockError> {
+    let mut buf = vec![0u8; DIGEST_SECTORS * d.block_size() as usize];
+    d.read(0, &mut buf).map(|()| check::fnv1a64(&buf))
 }
 
-/// `test = usb-disks`: reports every disk found (`usb_disk` records) and the notes
-/// (`usb_note`).
-pub fn test_disks() {
-    let (disks, notes) = probe_disks();
-    report_notes(&notes);
-    for mut d in disks {
-        let mut buf = vec![0u8; DIGEST_SECTORS * d.block_size() as usize];
-        let digest = d.read(0, &mut buf).map(|()| check::fnv1a64(&buf));
-        let described = d.describe();
-        let loc = d.location.clone();
-        record("usb_disk", |r| {
-            let r = r
-                .str("controller", &loc.controller)
-                .u64("port", u64::from(loc.port))
-                .str("speed", loc.speed)
-                .str("vendor", &d.inquiry.vendor)
-                .str("product", &d.inquiry.product)
-                .str("revision", &d.inquiry.revision)
-                .u64("block_size", u64::from(d.block_size()))
-                .u64("blocks", d.blocks())
-                .u64("digest_sectors", DIGEST_SECTORS as u64);
-            match &digest {
-                Ok(h) => r.fmt("digest", format_args!("{h:016x}")),
-                Err(e) => r.null("digest").str("error", &e.0),
-            }
-        });
-        match digest {
-            Ok(h) => crate::say!(
-                "usb    {described}: {} blocks of {} bytes | fnv1a64 of sectors 0..{DIGEST_SECTORS} {h:016x}",
-                d.blocks(),
-                d.block_size()
-            ),
-            Err(e) => crate::say!("usb    {described}: reading failed: {e}"),
-        }
-    }
-}
-
-/// `test = usb-write`: writes a pattern to 64 sectors at `lba` of every disk, reads it back
-/// (`usb_write` records).
-pub fn test_write(lba: u64) {
-    let (disks, notes) = probe_disks();
-    report_notes(&notes);
-    for mut d in disks {
-        let described = d.describe();
-        let outcome = write_and_check(&mut d, lba);
-        record("usb_write", |r| {
-            let r = r
-                .str("controller", &d.location.controller)
-                .u64("port", u64::from(d.location.port))
-                .str("disk", &described)
-                .u64("lba", lba)
-                .u64("sectors", WRITE_SECTORS);
-            match &outcome {
-                Ok(()) => r.str("result", "ok"),
-                Err(e) => r.str("result", "failed").str("message", e),
-            }
-        });
-        match outcome {
-            Ok(()) => crate::say!(
-                "usb    {described}: wrote and read back sectors {lba}..{}: ok",
-                lba + WRITE_SECTORS
-            ),
-            Err(e) => crate::say!("usb    {described}: write test failed: {e}"),
-        }
-    }
-}
-
-fn write_and_check(d: &mut UsbDisk, lba: u64) -> Result<(), String> {
+/// Writes a pattern to [`WRITE_SECTORS`] sectors at `lba` of `d` and reads it back
+/// (`test = usb-write`).
+pub fn write_and_check(d: &mut UsbDisk, lba: u64) -> Result<(), String> {
     let bs = d.block_size() as usize;
     let data: Vec<u8> = (0..WRITE_SECTORS as usize * bs)
         .map(|i| check::pattern_byte(lba + (i / bs) as u64, i % bs))

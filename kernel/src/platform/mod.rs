@@ -1,0 +1,16 @@
+//! The platform: what the kernel learns about the machine and the clocks it keeps time with.
+//! It uses nothing else of the kernel (later: ACPI tables and the other cores).
+//!
+//! | module       | job                                                                 | host-tested |
+//! |--------------|---------------------------------------------------------------------|-------------|
+//! | `cpu`        | CPU identification (CPUID)                                          | yes |
+//! | `tsc`        | TSC frequency from CPUID or PIT calibration: the arithmetic          | yes |
+//! | `interrupts` | the interrupt vectors the kernel uses and the counts of those taken | -   |
+//! | `timer`      | the TSC rate and local APIC bring-up, timer calibration and checks  | no  |
+
+pub mod cpu;
+pub mod interrupts;
+pub mod tsc;
+
+#[cfg(target_os = "none")]
+pub mod timer;
