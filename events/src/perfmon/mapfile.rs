@@ -195,16 +195,9 @@ pub fn load_mapfile(path: &Path) -> Result<Mapfile, PerfmonError> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::pattern::SUBJECT_MAX;
     use super::*;
-
-    fn pat(p: &str) -> Pattern {
-        Pattern::parse(p).unwrap()
-    }
-
-    fn cpu(s: &str) -> CpuModel {
-        CpuModel::parse(s).unwrap()
-    }
+    use crate::perfmon::pattern::SUBJECT_MAX;
+    use crate::perfmon::tests::{cpu, pat};
 
     /// Fuzzing regression (perfmon_mapfile target): nested repeats took time exponential in
     /// their depth; this row hung the import for minutes.

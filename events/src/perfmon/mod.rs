@@ -303,7 +303,13 @@ mod tests {
     use super::pattern::Pattern;
     use super::*;
 
-    fn cpu(s: &str) -> CpuModel {
+    // Helpers shared with the tests in `pattern` and `mapfile`.
+
+    pub(super) fn pat(p: &str) -> Pattern {
+        Pattern::parse(p).unwrap()
+    }
+
+    pub(super) fn cpu(s: &str) -> CpuModel {
         CpuModel::parse(s).unwrap()
     }
 

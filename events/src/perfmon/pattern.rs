@@ -276,14 +276,7 @@ fn bits(mut set: Positions) -> impl Iterator<Item = usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn pat(p: &str) -> Pattern {
-        Pattern::parse(p).unwrap()
-    }
-
-    fn cpu(s: &str) -> CpuModel {
-        CpuModel::parse(s).unwrap()
-    }
+    use crate::perfmon::tests::{cpu, pat};
 
     #[test]
     fn family_model_patterns() {
