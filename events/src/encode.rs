@@ -143,6 +143,28 @@ fn check(field: Field, value: u64, max: u64) -> Result<(), EncodeError> {
     }
 }
 
+/// The first of `fields` that is set is an error: `vendor`'s registers do not have it.
+fn not_on_vendor<const N: usize>(
+    vendor: Vendor,
+    fields: [(bool, Field); N],
+) -> Result<(), EncodeError> {
+    match fields.into_iter().find(|&(on, _)| on) {
+        Some((_, field)) => Err(EncodeError::NotOnVendor { field, vendor }),
+        None => Ok(()),
+    }
+}
+
+/// Intel counters (GP and fixed) count host and guest alike: host/guest-only are AMD's.
+fn intel_host_guest(m: &Modifiers) -> Result<(), EncodeError> {
+    not_on_vendor(
+        Vendor::Intel,
+        [
+            (m.host_only, Field::HostOnly),
+            (m.guest_only, Field::GuestOnly),
+        ],
+    )
+}
+
 fn common_low(sel: &EventSelect, m: &Modifiers, enable: bool) -> u64 {
     let mut v =
         u64::from(sel.code & 0xff) | (u64::from(sel.umask) << 8) | (u64::from(sel.cmask) << 24);
@@ -168,17 +190,7 @@ pub fn intel_perfevtsel(
     enable: bool,
 ) -> Result<u64, EncodeError> {
     check(Field::Event, u64::from(sel.code), 0xff)?;
-    for (on, field) in [
-        (m.host_only, Field::HostOnly),
-        (m.guest_only, Field::GuestOnly),
-    ] {
-        if on {
-            return Err(EncodeError::NotOnVendor {
-                field,
-                vendor: Vendor::Intel,
-            });
-        }
-    }
+    intel_host_guest(m)?;
     let mut v = common_low(sel, m, enable) | (u64::from(sel.umask2) << 40);
     for (on, bit) in [
         (sel.any_thread, bits::ANY_THREAD),
@@ -225,19 +237,15 @@ pub fn decode_intel_perfevtsel(raw: u64) -> Result<Decoded, DecodeError> {
 /// Encodes an AMD PERF_CTLx value.
 pub fn amd_perf_ctl(sel: &EventSelect, m: &Modifiers, enable: bool) -> Result<u64, EncodeError> {
     check(Field::Event, u64::from(sel.code), 0xfff)?;
-    for (on, field) in [
-        (sel.umask2 != 0, Field::Umask2),
-        (sel.any_thread, Field::AnyThread),
-        (sel.in_tx, Field::InTx),
-        (sel.in_txcp, Field::InTxcp),
-    ] {
-        if on {
-            return Err(EncodeError::NotOnVendor {
-                field,
-                vendor: Vendor::Amd,
-            });
-        }
-    }
+    not_on_vendor(
+        Vendor::Amd,
+        [
+            (sel.umask2 != 0, Field::Umask2),
+            (sel.any_thread, Field::AnyThread),
+            (sel.in_tx, Field::InTx),
+            (sel.in_txcp, Field::InTxcp),
+        ],
+    )?;
     let mut v = common_low(sel, m, enable) | (u64::from(sel.code >> 8) << 32);
     if m.host_only {
         v |= bits::AMD_HOST_ONLY;
@@ -311,17 +319,7 @@ pub struct FixedCtrl {
 impl FixedCtrl {
     /// The field for the given modifiers.
     pub fn from_modifiers(m: &Modifiers, any_thread: bool) -> Result<FixedCtrl, EncodeError> {
-        for (on, field) in [
-            (m.host_only, Field::HostOnly),
-            (m.guest_only, Field::GuestOnly),
-        ] {
-            if on {
-                return Err(EncodeError::NotOnVendor {
-                    field,
-                    vendor: Vendor::Intel,
-                });
-            }
-        }
+        intel_host_guest(m)?;
         Ok(FixedCtrl {
             os: m.os,
             usr: m.usr,
