@@ -12,8 +12,8 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::logscan;
+use crate::numbers::num;
 use crate::results::{self, Benchmark, ResultRec, Results};
-use crate::table::num;
 
 /// The `schema` of the JSON document `diff --json` writes.
 pub const SCHEMA: &str = "baremark-diff/1";

@@ -100,8 +100,8 @@ pub struct RunConfig {
     /// A nanoBench event config (`--config`), packed as it was read as
     /// `events::nanobench::CONFIG_MEMBER`; the kernel counts its events besides `events`.
     pub nanobench_config: Option<String>,
-    /// Sampling (`sample = WORD@PERIOD,...`, `crate::profile::spec::config_value`): every
-    /// payload task records its RIP every PERIOD events (docs/profiling.md).
+    /// Sampling (`sample = WORD@PERIOD,...`, as `run --sample` encodes it): every payload task
+    /// records its RIP every PERIOD events (docs/profiling.md).
     pub sample: Option<String>,
 }
 
@@ -432,7 +432,7 @@ fn move_bios_stacks(path: &Path) -> Result<()> {
     disk.seek(SeekFrom::Start(0))?;
     disk.write_all(&mbr).context("writing the MBR")?;
 
-    let fs = open_fat(&mut disk, &mbr)?;
+    let fs = crate::fat::open(&mut disk, &mbr)?;
     let root = fs.root_dir();
     let mut file = root
         .open_file(STAGE_3_FILE)
@@ -465,37 +465,6 @@ fn patch_stage_1_stack(mbr: &mut [u8; 512]) -> Result<()> {
     };
     mbr[at + 1..at + 3].copy_from_slice(&STAGE_2_STACK_TOP.to_le_bytes());
     Ok(())
-}
-
-/// The image's FAT partition (the one `fat_partition` names) as a file system.
-pub(crate) fn open_fat<'a>(
-    disk: &'a mut std::fs::File,
-    mbr: &[u8; 512],
-) -> Result<fatfs::FileSystem<Partition<'a>>> {
-    let (start, len) = fat_partition(mbr)?;
-    fatfs::FileSystem::new(
-        Partition {
-            disk,
-            start,
-            len,
-            pos: 0,
-        },
-        fatfs::FsOptions::new(),
-    )
-    .context("opening the image's FAT partition")
-}
-
-/// Byte offset and length of the FAT partition: the entry after stage 2's (type 0x20), as
-/// stage 2 finds it.
-pub(crate) fn fat_partition(mbr: &[u8; 512]) -> Result<(u64, u64)> {
-    let entry = |i: usize| &mbr[446 + 16 * i..446 + 16 * (i + 1)];
-    let stage_2 = (0..3)
-        .find(|&i| entry(i)[4] == 0x20)
-        .context("the image has no stage-2 partition")?;
-    let e = entry(stage_2 + 1);
-    let lba = u32::from_le_bytes([e[8], e[9], e[10], e[11]]);
-    let sectors = u32::from_le_bytes([e[12], e[13], e[14], e[15]]);
-    Ok((u64::from(lba) * 512, u64::from(sectors) * 512))
 }
 
 /// The stage-3 file with a stub that gives stage 3 (and stage 4 after it) the stack at
@@ -534,59 +503,6 @@ fn stage_3_with_own_stack(stage_3: &[u8]) -> Result<Vec<u8>> {
         anyhow::bail!("the stage-3 file would end at {end:#x}, over stage 4 at {STAGE_4_ADDR:#x}");
     }
     Ok(out)
-}
-
-/// A byte range of the image file, for `fatfs`.
-pub(crate) struct Partition<'a> {
-    disk: &'a mut std::fs::File,
-    start: u64,
-    len: u64,
-    pos: u64,
-}
-
-impl Read for Partition<'_> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = buf
-            .len()
-            .min(usize::try_from(self.len.saturating_sub(self.pos)).unwrap_or(usize::MAX));
-        self.disk.seek(SeekFrom::Start(self.start + self.pos))?;
-        let n = self.disk.read(&mut buf[..n])?;
-        self.pos += n as u64;
-        Ok(n)
-    }
-}
-
-impl Write for Partition<'_> {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let n = buf
-            .len()
-            .min(usize::try_from(self.len.saturating_sub(self.pos)).unwrap_or(usize::MAX));
-        self.disk.seek(SeekFrom::Start(self.start + self.pos))?;
-        let n = self.disk.write(&buf[..n])?;
-        self.pos += n as u64;
-        Ok(n)
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.disk.flush()
-    }
-}
-
-impl Seek for Partition<'_> {
-    fn seek(&mut self, pos: SeekFrom) -> std::io::Result<u64> {
-        let to = match pos {
-            SeekFrom::Start(p) => Some(p),
-            SeekFrom::Current(d) => self.pos.checked_add_signed(d),
-            SeekFrom::End(d) => self.len.checked_add_signed(d),
-        };
-        self.pos = to.ok_or_else(|| {
-            std::io::Error::new(
-                std::io::ErrorKind::InvalidInput,
-                "seek before the partition",
-            )
-        })?;
-        Ok(self.pos)
-    }
 }
 
 #[cfg(test)]
@@ -680,7 +596,7 @@ mod tests {
         assert!(has(&[0xbc, 0x00, 0x70]) && !has(&STAGE_1_MOV_SP));
         // A second pass finds nothing to patch.
         assert!(patch_stage_1_stack(&mut mbr.clone()).is_err());
-        let fs = open_fat(&mut disk, &mbr).unwrap();
+        let fs = crate::fat::open(&mut disk, &mbr).unwrap();
         let mut stage_3 = Vec::new();
         fs.root_dir()
             .open_file(STAGE_3_FILE)

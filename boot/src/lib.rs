@@ -1,33 +1,41 @@
 //! The baremark host tool: builds boot images around the kernel, boots them in QEMU, parses
 //! the kernel's serial records and renders the report.
 //!
-//! | module    | job                                                          |
-//! |-----------|--------------------------------------------------------------|
-//! | `asm`     | `baremark asm`: an instruction sequence assembled into a payload |
-//! | `events_cli` | `baremark events list/encode`                         |
-//! | `payloads` | the built-in payload ELFs (ring-3 programs) and the suites  |
-//! | `content` | payload selection, harness settings, `--events` check, perfmon tables |
-//! | `image`   | ramdisk (run configuration) and BIOS/UEFI disk images         |
-//! | `qemu`    | finding QEMU and OVMF, the QEMU command line                  |
-//! | `session` | one boot: stream, parse, time, judge; KVM/TCG choice          |
-//! | `records` | the record parser (schema: docs/records.md)                   |
-//! | `logscan` | a saved log read robustly: damage found, runs told apart      |
-//! | `render`  | the human-readable report                                     |
-//! | `results` | the measurement results, assembled from the records; JSON, CSV |
-//! | `table`   | the results as a summary table or perf-stat-like tables       |
-//! | `diff`    | `baremark diff`: two runs compared, Mann-Whitney U per event  |
-//! | `plot`    | SVG plots of the per-repetition distributions                 |
-//! | `profile` | sampling profiles: `--sample`, symbols, table, annotation, SVG |
-//! | `output`  | the shared end of run/report/count: table and files           |
-//! | `perf_format` | the results as `perf stat -x SEP` CSV and `perf stat -j` JSON lines |
-//! | `progress` | the progress bar while results arrive                        |
+//! The modules, from the top (`main.rs` uses them all) down: a module uses only the ones
+//! its row names, all further down, so every flow is one way (tests/layers.rs checks it).
+//!
+//! | module        | uses | job |
+//! |---------------|------|-----|
+//! | `asm`         | - | `baremark asm`: instructions assembled into a payload |
+//! | `events_cli`  | - | `baremark events list/encode`; the host's PMU |
+//! | `session`     | image, qemu, records, render | one boot: stream, parse, time, judge; KVM or TCG |
+//! | `content`     | image, payloads | payload selection, harness settings, `--events` |
+//! | `qemu`        | image | QEMU and OVMF found, the command line, PMU models |
+//! | `image`       | stick, fat | ramdisk (run configuration), BIOS/UEFI/USB images |
+//! | `stick`       | fat | the results file on a USB stick |
+//! | `fat`         | - | the FAT partition of a BIOS disk image |
+//! | `output`      | perf_format, plot, results, records | the end of run/report/count: table, files |
+//! | `diff`        | logscan, results, numbers | `baremark diff`: two runs compared |
+//! | `render`      | profile, results, records, numbers | the human-readable report |
+//! | `table`       | results, records, numbers | the results as tables |
+//! | `perf_format` | results, records | `perf stat -x SEP` CSV and `-j` JSON lines |
+//! | `plot`        | results, numbers | SVG plots of the repetitions |
+//! | `profile`     | records, payloads | sampling profiles: `--sample`, symbols, SVG |
+//! | `progress`    | records | the progress bar while results arrive |
+//! | `logscan`     | results, records | a saved log read robustly: damage, runs |
+//! | `results`     | records | the measurement results; JSON, CSV |
+//! | `records`     | - | the record parser (docs/records.md) |
+//! | `numbers`     | - | numbers as the report writes them |
+//! | `payloads`    | - | the built-in payload ELFs and suites |
 
 pub mod asm;
 pub mod content;
 pub mod diff;
 pub mod events_cli;
+mod fat;
 pub mod image;
 pub mod logscan;
+pub mod numbers;
 pub mod output;
 pub mod payloads;
 pub mod perf_format;

@@ -16,7 +16,7 @@ use baremark::output::{self, OutputArgs};
 use baremark::profile::{self, ProfileArgs};
 use baremark::progress::Progress;
 use baremark::qemu::{Accel, PmuModel, QemuOptions};
-use baremark::records::Record;
+use baremark::records::{self, Record};
 use baremark::results::Results;
 use baremark::session::{self, BootRequest, Event, RunOutcome, Verdict};
 use baremark::{render, table};
@@ -514,7 +514,7 @@ fn run(args: RunArgs) -> Result<ExitCode> {
     // The sampling options' own mistakes before anything boots; the event is encoded once the
     // PMU is known (below).
     if !args.sample.is_empty() {
-        profile::spec::precheck(&args.sample)?;
+        precheck_samples(&args.sample)?;
     }
     let sampling = !args.sample.is_empty();
     let elves = if sampling {
@@ -573,7 +573,7 @@ fn run(args: RunArgs) -> Result<ExitCode> {
     let _ = writeln!(
         args.output.human(),
         "{}",
-        render::outcome_lines(&outcome, &reason)
+        session::outcome_lines(&outcome, &reason)
     );
     if let Some(log) = &log {
         eprintln!("baremark: serial log saved to {}", log.display());
@@ -581,14 +581,21 @@ fn run(args: RunArgs) -> Result<ExitCode> {
     Ok(verdict_code(&outcome))
 }
 
+/// Checks the `--sample` arguments before the PMU is known (before QEMU starts): accepted when
+/// an Intel or an AMD PMU takes them, else the first's error.
+fn precheck_samples(args: &[String]) -> Result<()> {
+    let encode = |model: PmuModel| profile::spec::encode(args, &model.caps(), "the PMU");
+    match encode(PmuModel::IntelV4) {
+        Ok(_) => Ok(()),
+        Err(e) => encode(PmuModel::AmdCore).map(|_| ()).map_err(|_| e),
+    }
+}
+
 /// The PMU a run's `--sample` events are encoded for: the emulated model's, the host's under
 /// KVM (its guest sees the host's vendor and events); plain TCG has no counters.
 fn sampling_pmu(qemu: &QemuOptions) -> Result<(events::pmu::PmuCaps, String)> {
     if let Some(model) = qemu.pmu_model {
-        return Ok((
-            profile::spec::emulated_caps(model),
-            format!("the emulated PMU ({})", model.name()),
-        ));
+        return Ok((model.caps(), format!("the emulated PMU ({})", model.name())));
     }
     if qemu.accel == Accel::Kvm {
         let (caps, origin) = events_cli::host_caps();
@@ -675,7 +682,7 @@ fn measure_one(payload: content::NamedElf, m: MeasureArgs) -> Result<(RunOutcome
     output::print_perf(&res, &m.output);
     note(&output::write_files(&res, &m.output)?);
     if outcome.verdict() != Verdict::Success {
-        let _ = writeln!(human, "{}", render::outcome_lines(&outcome, &reason));
+        let _ = writeln!(human, "{}", session::outcome_lines(&outcome, &reason));
     } else if res.benchmarks.is_empty() {
         eprintln!(
             "baremark: the payload reported no benchmark (is it built with baremark_sdk::bench?)"
@@ -920,7 +927,7 @@ fn report(log: &Path, output: &OutputArgs, profile: Option<&ProfileArgs>) -> Res
             (Some(args), Some(elves)) => {
                 print_profiles(&run.records, elves, &[], args, output)?;
             }
-            _ if run.records.iter().any(profile::is_profile_record) => {
+            _ if run.records.iter().any(records::is_profile_record) => {
                 let _ = writeln!(
                     human,
                     "\nprofile  the log holds sampling profiles (run --sample): add --profile to see them"

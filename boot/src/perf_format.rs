@@ -46,6 +46,17 @@ pub enum Count {
     NotCounted,
 }
 
+impl Count {
+    /// The value as `value` writes it, or perf's text for a counter without one.
+    fn text(self, value: fn(f64) -> String) -> String {
+        match self {
+            Count::Value(v) => value(v),
+            Count::NotSupported => NOT_SUPPORTED.into(),
+            Count::NotCounted => NOT_COUNTED.into(),
+        }
+    }
+}
+
 /// One line of perf's output.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Line {
@@ -68,6 +79,103 @@ pub enum Line {
         value: f64,
         unit: String,
     },
+}
+
+/// perf's fields in CSV column order, by their JSON keys: every line of both formats is one
+/// value (or none) for each, from [`Line::cells`].
+const FIELDS: [&str; 9] = [
+    "counter-value",
+    "unit",
+    "event",
+    "cgroup",
+    "variance",
+    "event-runtime",
+    "pcnt-running",
+    "metric-value",
+    "metric-unit",
+];
+
+/// A field's value; each format writes each kind its own way.
+#[derive(Clone, Copy)]
+enum Cell<'a> {
+    /// A counter's count: CSV `%.0f` when whole, JSON `%f` in a string.
+    Count(Count),
+    /// A metric's value: `%f` (in a string in JSON).
+    Metric(f64),
+    /// The variance in percent: `%.2f`, with a `%` sign in CSV.
+    Variance(f64),
+    /// A percentage: `%.2f`.
+    Percent(f64),
+    Int(u64),
+    Text(&'a str),
+}
+
+impl Cell<'_> {
+    /// As a `-x` field (before quoting).
+    fn csv(self) -> String {
+        match self {
+            Cell::Count(c) => c.text(csv_count),
+            Cell::Metric(v) => fixed6(v),
+            Cell::Variance(v) => format!("{v:.2}%"),
+            Cell::Percent(v) => format!("{v:.2}"),
+            Cell::Int(n) => n.to_string(),
+            Cell::Text(s) => s.to_string(),
+        }
+    }
+
+    /// As a `-j` value.
+    fn json(self) -> String {
+        match self {
+            Cell::Count(c) => jstr(&c.text(fixed6)),
+            Cell::Metric(v) => jstr(&fixed6(v)),
+            Cell::Variance(v) | Cell::Percent(v) => format!("{v:.2}"),
+            Cell::Int(n) => n.to_string(),
+            Cell::Text(s) => jstr(s),
+        }
+    }
+}
+
+impl Line {
+    /// The line's value of each of [`FIELDS`]; `None` where it has none (an empty CSV field,
+    /// no JSON key).
+    fn cells(&self) -> [Option<Cell<'_>>; FIELDS.len()] {
+        match self {
+            Line::Counter {
+                count,
+                unit,
+                event,
+                cgroup,
+                variance,
+                runtime_ns,
+                pcnt_running,
+            } => [
+                Some(Cell::Count(*count)),
+                Some(Cell::Text(unit)),
+                Some(Cell::Text(event)),
+                Some(Cell::Text(cgroup)),
+                Some(Cell::Variance(*variance)),
+                Some(Cell::Int(*runtime_ns)),
+                Some(Cell::Percent(*pcnt_running)),
+                None,
+                None,
+            ],
+            Line::Metric {
+                cgroup,
+                value,
+                unit,
+            } => [
+                None,
+                None,
+                None,
+                Some(Cell::Text(cgroup)),
+                None,
+                None,
+                None,
+                Some(Cell::Metric(*value)),
+                Some(Cell::Text(unit)),
+            ],
+        }
+    }
 }
 
 /// The lines of `res`: per benchmark in run order, its events in the kernel's order (the TSC
@@ -193,43 +301,11 @@ fn csv_field(s: &str, sep: &str) -> String {
 pub fn csv(res: &Results, sep: &str) -> String {
     let mut out = String::new();
     for line in lines(res) {
-        let fields: Vec<String> = match &line {
-            Line::Counter {
-                count,
-                unit,
-                event,
-                cgroup,
-                variance,
-                runtime_ns,
-                pcnt_running,
-            } => vec![
-                match count {
-                    Count::Value(v) => csv_count(*v),
-                    Count::NotSupported => NOT_SUPPORTED.into(),
-                    Count::NotCounted => NOT_COUNTED.into(),
-                },
-                unit.clone(),
-                event.clone(),
-                cgroup.clone(),
-                format!("{variance:.2}%"),
-                runtime_ns.to_string(),
-                format!("{pcnt_running:.2}"),
-                String::new(),
-                String::new(),
-            ],
-            Line::Metric {
-                cgroup,
-                value,
-                unit,
-            } => {
-                let mut f = vec![String::new(); 9];
-                f[3] = cgroup.clone();
-                f[7] = fixed6(*value);
-                f[8] = unit.clone();
-                f
-            }
-        };
-        let quoted: Vec<String> = fields.iter().map(|f| csv_field(f, sep)).collect();
+        let quoted: Vec<String> = line
+            .cells()
+            .into_iter()
+            .map(|c| csv_field(&c.map(Cell::csv).unwrap_or_default(), sep))
+            .collect();
         out.push_str(&quoted.join(sep));
         out.push('\n');
     }
@@ -257,41 +333,11 @@ fn json_object(pairs: &[(&str, String)]) -> String {
 pub fn json_lines(res: &Results) -> String {
     let mut out = String::new();
     for line in lines(res) {
-        let pairs: Vec<(&str, String)> = match &line {
-            Line::Counter {
-                count,
-                unit,
-                event,
-                cgroup,
-                variance,
-                runtime_ns,
-                pcnt_running,
-            } => vec![
-                (
-                    "counter-value",
-                    jstr(&match count {
-                        Count::Value(v) => fixed6(*v),
-                        Count::NotSupported => NOT_SUPPORTED.into(),
-                        Count::NotCounted => NOT_COUNTED.into(),
-                    }),
-                ),
-                ("unit", jstr(unit)),
-                ("event", jstr(event)),
-                ("cgroup", jstr(cgroup)),
-                ("variance", format!("{variance:.2}")),
-                ("event-runtime", runtime_ns.to_string()),
-                ("pcnt-running", format!("{pcnt_running:.2}")),
-            ],
-            Line::Metric {
-                cgroup,
-                value,
-                unit,
-            } => vec![
-                ("cgroup", jstr(cgroup)),
-                ("metric-value", jstr(&fixed6(*value))),
-                ("metric-unit", jstr(unit)),
-            ],
-        };
+        let pairs: Vec<(&str, String)> = FIELDS
+            .iter()
+            .zip(line.cells())
+            .filter_map(|(&key, c)| Some((key, c?.json())))
+            .collect();
         out.push_str(&json_object(&pairs));
         out.push('\n');
     }

@@ -128,7 +128,7 @@ fn strip<DB: DrawingBackend>(
                 String::new()
             }
         })
-        .y_label_formatter(&|y| crate::table::num(*y))
+        .y_label_formatter(&|y| crate::numbers::num(*y))
         .y_labels(5)
         .light_line_style(WHITE)
         .draw()?;
@@ -146,7 +146,7 @@ fn strip<DB: DrawingBackend>(
                     .iter()
                     .map(move |&p| Circle::new(p, 2, color.filled())),
             )?
-            .label(format!("{label}: median {}", crate::table::num(m)))
+            .label(format!("{label}: median {}", crate::numbers::num(m)))
             .legend(move |(x, y)| Circle::new((x + 8, y), 4, color.filled()));
     }
     if !legend {
@@ -197,7 +197,7 @@ fn draw_panel<DB: DrawingBackend>(
     let (upper, lower) = body.split_vertically(h * 62 / 100);
     strip(&upper, &regions, reps, per, "", true)?;
     let mut ys: Vec<f64> = empty[0].2.iter().map(|&(_, y)| y).collect();
-    let desc = format!("empty, median {}", crate::table::num(median(&mut ys)));
+    let desc = format!("empty, median {}", crate::numbers::num(median(&mut ys)));
     strip(&lower, &empty, reps, &desc, "repetition", false)
 }
 

@@ -5,6 +5,8 @@ use std::process::Command;
 use std::time::Duration;
 
 use anyhow::{Result, bail};
+use events::cpu::{CpuModel, Vendor};
+use events::pmu::PmuCaps;
 
 use crate::image::Firmware;
 
@@ -68,6 +70,23 @@ impl PmuModel {
                 "Skylake-Client,-pcid,-x2apic,-tsc-deadline,-hle,-invpcid,-rtm,-rdseed,-3dnowprefetch,-xsavec"
             }
             PmuModel::AmdLegacy | PmuModel::AmdCore | PmuModel::AmdV2 => "max",
+        }
+    }
+
+    /// Its PMU, as the CPU model it runs with shows it (Skylake client for Intel; TCG's `max`,
+    /// an AMD family 0xf part, for AMD).
+    pub fn caps(self) -> PmuCaps {
+        let amd = Some(CpuModel::new(Vendor::Amd, 0xf, 0x6b));
+        match self {
+            PmuModel::IntelV2 | PmuModel::IntelV4 | PmuModel::IntelV5 => {
+                let mut caps = PmuCaps::nominal(CpuModel::new(Vendor::Intel, 6, 0x5e));
+                // Every Intel model of the emulator has 4 GP counters (docs/emulated-pmu.md).
+                caps.gp_counters = 4;
+                caps
+            }
+            PmuModel::AmdLegacy => PmuCaps::amd(false, None, amd),
+            PmuModel::AmdCore => PmuCaps::amd(true, None, amd),
+            PmuModel::AmdV2 => PmuCaps::amd(true, Some(6), amd),
         }
     }
 }

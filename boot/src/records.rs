@@ -49,6 +49,22 @@ pub fn parse_hex(value: &Value) -> Option<u64> {
         .and_then(|s| u64::from_str_radix(s, 16).ok())
 }
 
+/// The sampling profile's records (docs/records.md): a task's sampled RIPs (up to 64 per
+/// record, in order), and the record closing a task's samples of one slot (how many were sent
+/// and how many lost).
+pub const PROFILE_SAMPLES: &str = "profile_samples";
+pub const PROFILE_SUMMARY: &str = "profile_summary";
+
+/// Whether `r` is a profile record.
+pub fn is_profile_record(r: &Record) -> bool {
+    r.kind == PROFILE_SAMPLES || r.kind == PROFILE_SUMMARY
+}
+
+/// A RIP as a profile record gives it: a JSON integer, or a hex string as other addresses are.
+pub fn parse_rip(v: &Value) -> Option<u64> {
+    v.as_u64().or_else(|| parse_hex(v))
+}
+
 /// One line of the serial stream.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Line {

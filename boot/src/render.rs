@@ -6,21 +6,16 @@ use serde_json::Value;
 
 use events::cpu::Vendor;
 
+use crate::numbers::mhz;
 use crate::profile::spec::name_of_word;
 use crate::records::{Record, SCHEMA_VERSION};
-use crate::session::{RunOutcome, Verdict};
-
-/// Formats Hz as MHz with three decimals.
-pub fn mhz(hz: u64) -> String {
-    let khz = (hz + 500) / 1000;
-    format!("{}.{:03} MHz", khz / 1000, khz % 1000)
-}
 
 fn s<'a>(r: &'a Record, key: &str) -> &'a str {
     r.str(key).unwrap_or("?")
 }
 
-fn label(name: &str) -> String {
+/// A report line's label: the name in a column of 8.
+pub fn label(name: &str) -> String {
     format!("{name:<8} ")
 }
 
@@ -109,7 +104,7 @@ pub fn record_lines(r: &Record, vendor: Option<Vendor>) -> Option<String> {
     let mut out = match r.kind.as_str() {
         // The RIPs are shown together, as the profile (`--sample`, crate::profile).
         "profile_samples" => return None,
-        // Results are shown together, as the table at the end (crate::table).
+        // Results are shown together, as the table at the end (table.rs).
         kind if crate::results::RESULT_RECORDS.contains(&kind) => return None,
         "profile_summary" => {
             let lost = r.u64("lost").unwrap_or(0);
@@ -625,58 +620,6 @@ pub fn record_lines(r: &Record, vendor: Option<Vendor>) -> Option<String> {
         );
     }
     Some(out)
-}
-
-/// The closing lines of `baremark run`: how QEMU ran and the verdict.
-pub fn outcome_lines(outcome: &RunOutcome, accel_reason: &str) -> String {
-    let secs = |d: Option<std::time::Duration>| {
-        d.map_or("never".to_string(), |d| format!("{:.2} s", d.as_secs_f64()))
-    };
-    let mut out = format!(
-        "{}{} ({accel_reason}) | {} firmware\n{}first record after {} | end record after {} | QEMU exit status {} | total {:.2} s",
-        label("qemu"),
-        outcome.accel.name(),
-        outcome.firmware.name(),
-        label(""),
-        secs(outcome.first_record_after),
-        secs(outcome.end_record_after),
-        match (outcome.qemu_status, outcome.qemu_signal) {
-            (Some(status), _) => status.to_string(),
-            (None, Some(signal)) => format!("none (signal {signal})"),
-            (None, None) => "none (stopped by baremark)".to_string(),
-        },
-        outcome.total.as_secs_f64()
-    );
-    match outcome.verdict() {
-        Verdict::Success => {}
-        Verdict::KernelFailure(reason) => {
-            let _ = write!(
-                out,
-                "\n{}the kernel reported failure: {reason}",
-                label("result")
-            );
-        }
-        Verdict::NoEndRecord(reason) => {
-            let _ = write!(
-                out,
-                "\n{}no end record: {reason}\n{}last serial lines:\n{}",
-                label("result"),
-                label(""),
-                outcome.tail_text()
-            );
-        }
-        Verdict::Timeout => {
-            let _ = write!(
-                out,
-                "\n{}timed out: no end record within the {} s limit (the kernel hangs?)\n{}last serial lines:\n{}",
-                label("result"),
-                outcome.timeout.as_secs(),
-                label(""),
-                outcome.tail_text()
-            );
-        }
-    }
-    out
 }
 
 #[cfg(test)]

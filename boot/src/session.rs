@@ -2,6 +2,7 @@
 //! and decide the outcome from the `end` record and QEMU's exit status.
 
 use std::collections::VecDeque;
+use std::fmt::Write as _;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::PathBuf;
 use std::process::{Child, Stdio};
@@ -13,6 +14,7 @@ use anyhow::{Context, Result};
 use crate::image::{self, Firmware, RunConfig};
 use crate::qemu::{self, Accel, QEMU_EXIT_FAILURE, QEMU_EXIT_SUCCESS, QemuOptions};
 use crate::records::{Line, Record, parse_line};
+use crate::render::label;
 
 /// How many raw lines to keep for error messages.
 const TAIL_LINES: usize = 40;
@@ -133,6 +135,58 @@ impl RunOutcome {
         }
         s
     }
+}
+
+/// The closing lines of `baremark run`: how QEMU ran and the verdict.
+pub fn outcome_lines(outcome: &RunOutcome, accel_reason: &str) -> String {
+    let secs = |d: Option<Duration>| {
+        d.map_or("never".to_string(), |d| format!("{:.2} s", d.as_secs_f64()))
+    };
+    let mut out = format!(
+        "{}{} ({accel_reason}) | {} firmware\n{}first record after {} | end record after {} | QEMU exit status {} | total {:.2} s",
+        label("qemu"),
+        outcome.accel.name(),
+        outcome.firmware.name(),
+        label(""),
+        secs(outcome.first_record_after),
+        secs(outcome.end_record_after),
+        match (outcome.qemu_status, outcome.qemu_signal) {
+            (Some(status), _) => status.to_string(),
+            (None, Some(signal)) => format!("none (signal {signal})"),
+            (None, None) => "none (stopped by baremark)".to_string(),
+        },
+        outcome.total.as_secs_f64()
+    );
+    match outcome.verdict() {
+        Verdict::Success => {}
+        Verdict::KernelFailure(reason) => {
+            let _ = write!(
+                out,
+                "\n{}the kernel reported failure: {reason}",
+                label("result")
+            );
+        }
+        Verdict::NoEndRecord(reason) => {
+            let _ = write!(
+                out,
+                "\n{}no end record: {reason}\n{}last serial lines:\n{}",
+                label("result"),
+                label(""),
+                outcome.tail_text()
+            );
+        }
+        Verdict::Timeout => {
+            let _ = write!(
+                out,
+                "\n{}timed out: no end record within the {} s limit (the kernel hangs?)\n{}last serial lines:\n{}",
+                label("result"),
+                outcome.timeout.as_secs(),
+                label(""),
+                outcome.tail_text()
+            );
+        }
+    }
+    out
 }
 
 /// Builds the image for `request` and boots it, calling `on_event` for each line as it arrives.

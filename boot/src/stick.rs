@@ -281,7 +281,7 @@ fn read_up_to(f: &mut std::fs::File, buf: &mut [u8]) -> Result<usize> {
 /// a FAT partition: a baremark stick.
 fn looks_like_stick(mbr: &[u8]) -> bool {
     let mbr: &[u8; SECTOR] = mbr.try_into().expect("one sector");
-    crate::image::fat_partition(mbr).is_ok()
+    crate::fat::partition(mbr).is_ok()
 }
 
 /// `BAREMARK/RESULTS.LOG` under a mounted stick, whatever case the mount shows.
@@ -314,7 +314,7 @@ fn read_from_disk(path: &Path, mut f: std::fs::File) -> Result<Input> {
     f.seek(SeekFrom::Start(0))?;
     let mut mbr = [0u8; SECTOR];
     f.read_exact(&mut mbr)?;
-    let fs = crate::image::open_fat(&mut f, &mbr)
+    let fs = crate::fat::open(&mut f, &mbr)
         .with_context(|| format!("{} looks like a baremark stick", path.display()))?;
     let root = fs.root_dir();
     let mut file = root.open_file(RESULTS_LOG).with_context(|| {

@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use crate::render::mhz;
+use crate::numbers::{count, mhz, num};
 use crate::results::{Benchmark, ResultRec, Results};
 
 /// Widths of the number columns: median, mean 20-80, ± stddev, min, max.
@@ -15,55 +15,6 @@ const W_MAX: usize = 12;
 /// Where the event name starts.
 const NUMBERS: usize = W_MEDIAN + W_MEAN + W_PCT + W_MIN + W_MAX + 4;
 const W_EVENT: usize = 20;
-
-/// A number for the table: thousands grouped, as many decimals as its size deserves.
-pub fn num(x: f64) -> String {
-    if !x.is_finite() {
-        return "n/a".into();
-    }
-    let a = x.abs();
-    let decimals = if a == 0.0 || (a >= 100.0 && x.fract() == 0.0) || a >= 100_000.0 {
-        0
-    } else if a >= 100.0 {
-        1
-    } else if a >= 10.0 {
-        2
-    } else if a >= 1.0 {
-        3
-    } else {
-        4
-    };
-    let s = format!("{a:.decimals$}");
-    let (int, frac) = s.split_once('.').map_or((s.as_str(), ""), |(i, f)| (i, f));
-    let grouped = group(int);
-    let sign = if x < 0.0 && s.bytes().any(|b| b.is_ascii_digit() && b != b'0') {
-        "-"
-    } else {
-        ""
-    };
-    if frac.is_empty() {
-        format!("{sign}{grouped}")
-    } else {
-        format!("{sign}{grouped}.{frac}")
-    }
-}
-
-/// A count, thousands grouped.
-pub fn count(n: u64) -> String {
-    group(&n.to_string())
-}
-
-/// Digits with a comma every three from the right.
-fn group(digits: &str) -> String {
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
 
 /// Standard deviation as a percentage of the mean.
 fn pct(stddev: f64, mean: f64) -> String {
@@ -628,19 +579,7 @@ mod tests {
     }
 
     #[test]
-    fn numbers_are_grouped_and_sized() {
-        assert_eq!(count(50), "50");
-        assert_eq!(count(1_234_567), "1,234,567");
-        assert_eq!(num(0.0), "0");
-        assert_eq!(num(1.00234), "1.002");
-        assert_eq!(num(0.25), "0.2500");
-        assert_eq!(num(12.345), "12.35");
-        assert_eq!(num(1004.0), "1,004");
-        assert_eq!(num(1003.56), "1,003.6");
-        assert_eq!(num(12_345_678.4), "12,345,678");
-        assert_eq!(num(-52.5), "-52.50");
-        assert_eq!(num(-0.00001), "0.0000");
-        assert_eq!(num(f64::NAN), "n/a");
+    fn the_spread_is_a_percentage_of_the_mean() {
         assert_eq!(pct(0.5, 100.0), "0.50%");
         assert_eq!(pct(0.0, 0.0), "0.00%");
         assert_eq!(pct(1.0, 0.0), "-");

@@ -3,8 +3,11 @@
 //! tests that mutate the log at random.
 
 use proptest::prelude::*;
+use serde_json::Value;
 
+use super::lines::find;
 use super::scan as read;
+use super::schema::doubt;
 use super::*;
 use crate::records::{Line as LogLine, parse_line};
 
@@ -427,6 +430,34 @@ fn a_log_with_only_a_cut_record_did_not_end() {
     assert!(scan.runs.is_empty());
     assert_eq!(kinds(&scan), [(Kind::Truncated, 1)]);
     assert_eq!(scan.verdict(), Verdict::NoEnd);
+}
+
+#[test]
+fn profile_records_with_a_field_of_the_wrong_type_are_doubtful() {
+    let rec = |l: &str| match parse_line(l) {
+        LogLine::Record(r) => r,
+        _ => panic!("{l}"),
+    };
+    let good = rec(
+        r#"{"type":"profile_samples","v":1,"task":"t","task_index":0,"slot":0,"event":"0x100c0","period":5,"rips":[1,2]}"#,
+    );
+    assert_eq!(doubt(&good, None), None);
+    let bad = rec(
+        r#"{"type":"profile_samples","v":1,"task":"t","task_index":0,"slot":0,"event":"0x100c0","period":5,"rips":[1,"x"]}"#,
+    );
+    assert!(
+        doubt(&bad, None)
+            .unwrap()
+            .contains("`rips` is not a list of addresses")
+    );
+    let summary = rec(
+        r#"{"type":"profile_summary","v":1,"task":"t","task_index":0,"slot":0,"event":"0x100c0","period":5,"samples":2,"lost":"0"}"#,
+    );
+    assert!(
+        doubt(&summary, None)
+            .unwrap()
+            .contains("`lost` is \"0\", not a count")
+    );
 }
 
 // ---------------------------------------------------------------------------------------------

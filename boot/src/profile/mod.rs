@@ -15,20 +15,9 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result, bail};
-use serde_json::Value;
 
-use crate::records::Record;
+use crate::records::{PROFILE_SAMPLES, Record, is_profile_record, parse_rip};
 pub use elf::{Function, Line, Symbolizer};
-
-/// The record of sampled RIPs (up to 64 per record, in order).
-pub const SAMPLES_RECORD: &str = "profile_samples";
-/// The record closing a task's samples of one slot: how many were sent and how many lost.
-pub const SUMMARY_RECORD: &str = "profile_summary";
-
-/// Whether `r` is a profile record.
-pub fn is_profile_record(r: &Record) -> bool {
-    r.kind == SAMPLES_RECORD || r.kind == SUMMARY_RECORD
-}
 
 /// Addresses at or above this are the kernel's (the higher half).
 const KERNEL_BASE: u64 = 0xffff_8000_0000_0000;
@@ -60,11 +49,6 @@ impl TaskSamples {
     }
 }
 
-/// A RIP as the record gives it: a JSON integer, or a hex string as other addresses are.
-fn rip_of(v: &Value) -> Option<u64> {
-    v.as_u64().or_else(|| crate::records::parse_hex(v))
-}
-
 /// The profile records of a run, by task and slot, in the order they first appear.
 pub fn collect(records: &[Record]) -> Vec<TaskSamples> {
     let mut out: Vec<TaskSamples> = Vec::new();
@@ -90,7 +74,7 @@ pub fn collect(records: &[Record]) -> Vec<TaskSamples> {
             }
         };
         let t = &mut out[i];
-        if r.kind == SAMPLES_RECORD {
+        if r.kind == PROFILE_SAMPLES {
             // `first` (the index of the record's first RIP): a record already read (a
             // duplicated line) is dropped, a gap is a problem. Logs without it are read as they
             // come.
@@ -111,7 +95,7 @@ pub fn collect(records: &[Record]) -> Vec<TaskSamples> {
             }
             let rips = r.get("rips").as_array().map(Vec::as_slice).unwrap_or(&[]);
             let before = t.rips.len();
-            t.rips.extend(rips.iter().filter_map(rip_of));
+            t.rips.extend(rips.iter().filter_map(parse_rip));
             let bad = rips.len() - (t.rips.len() - before);
             if bad > 0 {
                 t.problems
@@ -554,31 +538,4 @@ impl ProfileArgs {
     pub fn elves(&self) -> Result<ElfSource> {
         ElfSource::new(&self.elf)
     }
-}
-
-/// Why a profile record is doubtful (a field of the wrong type), for the damaged-log reader
-/// (`logscan`); `None`: it reads.
-pub fn doubt(r: &Record) -> Option<String> {
-    let count =
-        |k: &str| (!r.get(k).is_u64()).then(|| format!("`{k}` is {}, not a count", r.get(k)));
-    let problem = match r.str("task") {
-        None => Some(format!("`task` is {}, not a string", r.get("task"))),
-        Some(_) => None,
-    }
-    .or_else(|| count("task_index"))
-    .or_else(|| count("slot"))
-    .or_else(|| count("period"))
-    .or_else(|| {
-        r.hex("event")
-            .is_none()
-            .then(|| format!("`event` is {}, not a hex word", r.get("event")))
-    })
-    .or_else(|| match r.kind.as_str() {
-        SAMPLES_RECORD => match r.get("rips").as_array() {
-            Some(a) if a.iter().all(|v| rip_of(v).is_some()) => None,
-            _ => Some("`rips` is not a list of addresses".to_string()),
-        },
-        _ => count("samples").or_else(|| count("lost")),
-    });
-    problem.map(|p| format!("a field has the wrong type: {p}"))
 }

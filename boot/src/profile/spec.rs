@@ -7,8 +7,6 @@ use events::cpu::{CpuModel, Vendor};
 use events::encode::gp_event_select;
 use events::pmu::PmuCaps;
 
-use crate::qemu::PmuModel;
-
 /// The largest period the kernel takes (2^31 - 1: Intel's legacy counter writes are
 /// sign-extended 32-bit values).
 pub const PERIOD_MAX: u64 = (1 << 31) - 1;
@@ -117,18 +115,6 @@ pub fn encode(args: &[String], caps: &PmuCaps, what: &str) -> Result<Vec<SampleS
     Ok(out)
 }
 
-/// Checks the arguments before the PMU is known (before QEMU starts): accepted when an Intel or
-/// an AMD PMU takes them, else the first's error.
-pub fn precheck(args: &[String]) -> Result<()> {
-    let intel = encode(args, &emulated_caps(PmuModel::IntelV4), "the PMU");
-    match intel {
-        Ok(_) => Ok(()),
-        Err(e) => encode(args, &emulated_caps(PmuModel::AmdCore), "the PMU")
-            .map(|_| ())
-            .map_err(|_| e),
-    }
-}
-
 /// The run.cfg `sample` value: `WORD@PERIOD[,WORD@PERIOD...]`.
 pub fn config_value(specs: &[SampleSpec]) -> String {
     specs
@@ -136,23 +122,6 @@ pub fn config_value(specs: &[SampleSpec]) -> String {
         .map(|s| format!("{:#x}@{}", s.word, s.period))
         .collect::<Vec<_>>()
         .join(",")
-}
-
-/// The PMU of QEMU's emulated model (the CPU model it runs with: Skylake client for Intel,
-/// TCG's `max`, an AMD family 0xf part, for AMD).
-pub fn emulated_caps(model: PmuModel) -> PmuCaps {
-    let amd = Some(CpuModel::new(Vendor::Amd, 0xf, 0x6b));
-    match model {
-        PmuModel::IntelV2 | PmuModel::IntelV4 | PmuModel::IntelV5 => {
-            let mut caps = PmuCaps::nominal(CpuModel::new(Vendor::Intel, 6, 0x5e));
-            // Every Intel model of the emulator has 4 GP counters (docs/emulated-pmu.md).
-            caps.gp_counters = 4;
-            caps
-        }
-        PmuModel::AmdLegacy => PmuCaps::amd(false, None, amd),
-        PmuModel::AmdCore => PmuCaps::amd(true, None, amd),
-        PmuModel::AmdV2 => PmuCaps::amd(true, Some(6), amd),
-    }
 }
 
 /// A name for a sampled event word, for a log that does not say what was typed: the generic
@@ -193,8 +162,9 @@ pub fn name_of_word(word: u64, vendor: Option<Vendor>) -> String {
 mod tests {
     use super::*;
 
+    /// Skylake client's PMU: 4 GP counters.
     fn intel() -> PmuCaps {
-        emulated_caps(PmuModel::IntelV4)
+        PmuCaps::nominal(CpuModel::new(Vendor::Intel, 6, 0x5e))
     }
 
     #[test]
@@ -206,7 +176,7 @@ mod tests {
         assert_eq!(s[0].event, "instructions:u");
         let amd = encode(
             &["cycles@100003".into(), "instructions:k@7001".into()],
-            &emulated_caps(PmuModel::AmdCore),
+            &PmuCaps::amd(true, None, Some(CpuModel::new(Vendor::Amd, 0xf, 0x6b))),
             "the PMU",
         )
         .unwrap();

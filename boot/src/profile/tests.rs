@@ -282,7 +282,7 @@ fn elves_that_cannot_name_anything_are_clear_errors() {
 }
 
 #[test]
-fn counts_lost_and_doubtful_records_are_told() {
+fn lost_counts_are_told() {
     let mut t = samples(vec![0x401945], Some((1, 0)));
     t.counters_lost = Some("the PMU refused the switch-in".into());
     let text = render(&t, &analyze(&t, None), "cycles", "none");
@@ -291,30 +291,6 @@ fn counts_lost_and_doubtful_records_are_told() {
             "LOST     the task's counts were lost, so its samples stop there: the PMU refused"
         ),
         "{text}"
-    );
-    let rec = |l: &str| match parse_line(l) {
-        crate::records::Line::Record(r) => r,
-        _ => panic!("{l}"),
-    };
-    let good = rec(
-        r#"{"type":"profile_samples","v":1,"task":"t","task_index":0,"slot":0,"event":"0x100c0","period":5,"rips":[1,2]}"#,
-    );
-    assert_eq!(doubt(&good), None);
-    let bad = rec(
-        r#"{"type":"profile_samples","v":1,"task":"t","task_index":0,"slot":0,"event":"0x100c0","period":5,"rips":[1,"x"]}"#,
-    );
-    assert!(
-        doubt(&bad)
-            .unwrap()
-            .contains("`rips` is not a list of addresses")
-    );
-    let summary = rec(
-        r#"{"type":"profile_summary","v":1,"task":"t","task_index":0,"slot":0,"event":"0x100c0","period":5,"samples":2,"lost":"0"}"#,
-    );
-    assert!(
-        doubt(&summary)
-            .unwrap()
-            .contains("`lost` is \"0\", not a count")
     );
 }
 
