@@ -1,32 +1,33 @@
 //! The baremark host tool: builds boot images around the kernel, boots them in QEMU, parses
 //! the kernel's serial records and renders the report.
 //!
-//! The modules, from the top (`main.rs` uses them all) down: a module uses only the ones
-//! its row names, all further down, so every flow is one way (tests/layers.rs checks it).
+//! The modules, from the top (`main.rs` uses them all) down. A module uses only modules below
+//! it: docs/design.md's "The host tool's map" names which, and tests/tests/architecture.rs
+//! checks every import against it.
 //!
-//! | module        | uses | job |
-//! |---------------|------|-----|
-//! | `asm`         | - | `baremark asm`: instructions assembled into a payload |
-//! | `events_cli`  | - | `baremark events list/encode`; the host's PMU |
-//! | `session`     | image, qemu, records, render | one boot: stream, parse, time, judge; KVM or TCG |
-//! | `content`     | image, payloads | payload selection, harness settings, `--events` |
-//! | `qemu`        | image | QEMU and OVMF found, the command line, PMU models |
-//! | `image`       | stick, fat | ramdisk (run configuration), BIOS/UEFI/USB images |
-//! | `stick`       | fat | the results file on a USB stick |
-//! | `fat`         | - | the FAT partition of a BIOS disk image |
-//! | `output`      | perf_format, plot, results, records | the end of run/report/count: table, files |
-//! | `diff`        | logscan, results, numbers | `baremark diff`: two runs compared |
-//! | `render`      | profile, results, records, numbers | the human-readable report |
-//! | `table`       | results, records, numbers | the results as tables |
-//! | `perf_format` | results, records | `perf stat -x SEP` CSV and `-j` JSON lines |
-//! | `plot`        | results, numbers | SVG plots of the repetitions |
-//! | `profile`     | records, payloads | sampling profiles: `--sample`, symbols, SVG |
-//! | `progress`    | records | the progress bar while results arrive |
-//! | `logscan`     | results, records | a saved log read robustly: damage, runs |
-//! | `results`     | records | the measurement results; JSON, CSV |
-//! | `records`     | - | the record parser (docs/records.md) |
-//! | `numbers`     | - | numbers as the report writes them |
-//! | `payloads`    | - | the built-in payload ELFs and suites |
+//! | module        | job |
+//! |---------------|-----|
+//! | `asm`           | `baremark asm`: instructions assembled into a payload |
+//! | `events_cli`    | `baremark events list/encode`; the host's PMU |
+//! | `session`       | one boot: stream, parse, time, judge; KVM or TCG |
+//! | `content`       | payload selection, harness settings, `--events` |
+//! | `qemu`          | QEMU and OVMF found, the command line, PMU models |
+//! | `image`         | ramdisk (run configuration), BIOS/UEFI/USB images |
+//! | `stick`         | the results file on a USB stick |
+//! | `fat`           | the FAT partition of a BIOS disk image |
+//! | `output`        | the end of run/report/count: table, files |
+//! | `diff`          | `baremark diff`: two runs compared |
+//! | `render`        | the human-readable report |
+//! | `table`         | the results as tables |
+//! | `perf_format`   | `perf stat -x SEP` CSV and `-j` JSON lines |
+//! | `plot`          | SVG plots of the repetitions |
+//! | `profile`       | sampling profiles: `--sample`, symbols, SVG |
+//! | `progress`      | the progress bar while results arrive |
+//! | `logscan`       | a saved log read robustly: damage, runs |
+//! | `results`       | the measurement results; JSON, CSV |
+//! | `records`       | the record parser (docs/records.md) |
+//! | `numbers`       | numbers as the report writes them |
+//! | `payloads`      | the built-in payload ELFs and suites |
 
 pub mod asm;
 pub mod content;

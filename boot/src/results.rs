@@ -24,7 +24,7 @@ pub const RESULT_RECORDS: &[&str] = &[
 ];
 
 /// The most repetitions a `samples` record may reach (`first` plus its values): ten times the
-/// kernel's cap (`REPS_MAX`, 1000 in kernel/src/config.rs).
+/// kernel's cap (`REPS_MAX`, 1000 in kernel/src/config/mod.rs).
 pub const SAMPLES_MAX: usize = 10_000;
 
 /// Statistics over the repetitions of one kind and event.

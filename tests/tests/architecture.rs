@@ -28,7 +28,7 @@ type Sources = Vec<(PathBuf, String)>;
 const CRATES: &[(&str, &str, Option<&str>)] = &[
     ("kernel", "kernel/src", Some("The kernel's map")),
     ("hw", "kernel/hw/src", None),
-    ("boot", "boot/src", None),
+    ("boot", "boot/src", Some("The host tool's map")),
     ("events", "events/src", None),
     ("screen", "screen/src", None),
 ];

@@ -13,7 +13,7 @@ use baremark::qemu::PmuModel;
 use baremark::session::{RunOutcome, Verdict};
 use baremark_tests::{boot_emulated, boot_emulated_cpu_props, expect_record};
 
-/// Every check the selftest runs (kernel/src/selftest.rs `Check::ALL`).
+/// Every check the selftest runs (kernel/src/selftest/mod.rs `Check::ALL`).
 const ALL: [&str; 21] = [
     "rdpmc-invalid",
     "gp-cycles",
