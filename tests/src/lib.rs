@@ -80,6 +80,181 @@ pub fn hex(record: &Record, key: &str) -> u64 {
     })
 }
 
+/// The run succeeded, or a panic that shows the serial tail.
+pub fn expect_success(outcome: &RunOutcome) {
+    expect_success_in(outcome, "");
+}
+
+/// As [`expect_success`], the panic led by `context` (which of several runs it was, e.g.
+/// `"IntelV5: "`).
+pub fn expect_success_in(outcome: &RunOutcome, context: impl std::fmt::Display) {
+    assert_eq!(
+        outcome.verdict(),
+        session::Verdict::Success,
+        "{context}serial tail:\n{}",
+        outcome.tail_text()
+    );
+}
+
+/// The `end` record, checked to say the run ended `ok` with no unexpected interrupt.
+pub fn expect_ok_end(outcome: &RunOutcome) -> &Record {
+    let end = expect_record(outcome, "end");
+    assert_eq!(end.str("status"), Some("ok"), "{}", end.value);
+    assert_eq!(end.get("interrupts")["unexpected"], 0, "{}", end.value);
+    end
+}
+
+/// The one record of `kind` for the task named `task` (its ramdisk name), or a panic that
+/// shows the serial tail.
+pub fn task_record<'a>(outcome: &'a RunOutcome, kind: &str, task: &str) -> &'a Record {
+    let mut found = outcome
+        .records
+        .iter()
+        .filter(|r| r.kind == kind && r.str("task") == Some(task));
+    let record = found.next().unwrap_or_else(|| {
+        panic!(
+            "no `{kind}` record for `{task}`; serial tail:\n{}",
+            outcome.tail_text()
+        )
+    });
+    assert!(found.next().is_none(), "two `{kind}` records for `{task}`");
+    record
+}
+
+/// The records of `kind` for the task with `task_index` `index`.
+pub fn indexed_records<'a>(
+    outcome: &'a RunOutcome,
+    kind: &str,
+    index: u64,
+) -> impl Iterator<Item = &'a Record> + use<'a> {
+    let kind = kind.to_string();
+    outcome
+        .records
+        .iter()
+        .filter(move |r| r.kind == kind && r.u64("task_index") == Some(index))
+}
+
+/// The one record of `kind` for the task with `task_index` `index`, or a panic that shows the
+/// serial tail.
+pub fn indexed_record<'a>(outcome: &'a RunOutcome, kind: &str, index: u64) -> &'a Record {
+    let found: Vec<&Record> = indexed_records(outcome, kind, index).collect();
+    assert_eq!(
+        found.len(),
+        1,
+        "`{kind}` records of task_index {index}: {found:?}\nserial tail:\n{}",
+        outcome.tail_text()
+    );
+    found[0]
+}
+
+/// A `fault` record's page-fault flags (`present`, `write`, `user`, ...); panics if it has none.
+pub fn page_fault_flags(fault: &Record) -> Vec<&str> {
+    fault
+        .get("page_fault")
+        .as_array()
+        .unwrap_or_else(|| panic!("no page_fault flags: {}", fault.value))
+        .iter()
+        .filter_map(|v| v.as_str())
+        .collect()
+}
+
+/// The `result` record of `bench` for `event`, or a panic that shows the serial tail.
+pub fn bench_result<'a>(outcome: &'a RunOutcome, bench: &str, event: &str) -> &'a Record {
+    outcome
+        .records_of("result")
+        .find(|r| r.str("bench") == Some(bench) && r.str("event") == Some(event))
+        .unwrap_or_else(|| {
+            panic!(
+                "no result for {bench}/{event}; tail:\n{}",
+                outcome.tail_text()
+            )
+        })
+}
+
+/// A statistic `s` (`min`, `median`, `stddev`, ...) of a `result` record's `object` (`raw`,
+/// `per_iteration`, ...), or a panic naming it.
+pub fn stat(r: &Record, object: &str, s: &str) -> f64 {
+    r.get(object)[s]
+        .as_f64()
+        .unwrap_or_else(|| panic!("{object}.{s} missing: {}", r.value))
+}
+
+/// A `result` measured with `overhead` at exactly `expected` per iteration in every
+/// repetition: every statistic of `per_iteration` is `expected`, `per_iteration` and `raw`
+/// have no spread, and there was no outlier and no interrupt.
+pub fn expect_exact_per_iteration(r: &Record, expected: f64, overhead: baremark::image::Overhead) {
+    assert_eq!(r.str("overhead"), Some(overhead.name()), "{}", r.value);
+    for s in ["min", "median", "mean", "max", "mean_20_80"] {
+        assert_eq!(
+            stat(r, "per_iteration", s),
+            expected,
+            "{overhead:?} {s}: {}",
+            r.value
+        );
+    }
+    assert_eq!(stat(r, "per_iteration", "stddev"), 0.0, "{}", r.value);
+    assert_eq!(stat(r, "raw", "stddev"), 0.0, "{}", r.value);
+    assert_eq!(r.u64("outliers"), Some(0), "{}", r.value);
+    assert_eq!(r.u64("interrupts"), Some(0), "{}", r.value);
+}
+
+/// What the task named `task` states one iteration of its benchmark executes: the
+/// `instructions_per_iteration` of its first `report`, as written (a number, or words where
+/// the count is not one).
+pub fn stated_instructions<'a>(outcome: &'a RunOutcome, task: &str) -> &'a str {
+    outcome
+        .records_of("report")
+        .find(|r| r.str("task") == Some(task))
+        .unwrap_or_else(|| panic!("{task}: no report"))
+        .get("values")["instructions_per_iteration"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{task}: no instructions_per_iteration"))
+}
+
+/// [`stated_instructions`] as a number.
+pub fn instructions_per_iteration(outcome: &RunOutcome, task: &str) -> f64 {
+    let stated = stated_instructions(outcome, task);
+    stated
+        .parse()
+        .unwrap_or_else(|_| panic!("{task}: `{stated}` is not a number"))
+}
+
+/// The built-in payloads `names`, each under its own name, as [`RunConfig::payloads`] takes
+/// them.
+pub fn builtin_payloads(names: &[&str]) -> Vec<(String, Vec<u8>)> {
+    names
+        .iter()
+        .map(|&name| {
+            let p = baremark::payloads::builtin(name)
+                .unwrap_or_else(|| panic!("no built-in payload `{name}`"));
+            (name.to_string(), p.elf.to_vec())
+        })
+        .collect()
+}
+
+/// Plans the payload ELF `elf` as the kernel's loader does (`task::elf::plan`, default limits)
+/// and checks the plan is one of a payload: its entry in an executable segment, no segment both
+/// writable and executable (W^X), none below 0x400000. Panics naming `name` otherwise.
+pub fn expect_loadable_payload(name: &str, elf: &[u8]) -> baremark_kernel::task::elf::LoadPlan {
+    use baremark_kernel::task::elf::{Limits, plan};
+    let load = plan(elf, &Limits::default()).unwrap_or_else(|e| panic!("payload {name}: {e}"));
+    assert!(
+        load.segments
+            .iter()
+            .any(|s| s.executable && s.contains(load.entry)),
+        "{name}: the entry is in an executable segment"
+    );
+    assert!(
+        load.segments.iter().all(|s| !(s.writable && s.executable)),
+        "{name}: W^X"
+    );
+    assert!(
+        load.segments.iter().all(|s| s.page_start >= 0x40_0000),
+        "{name}: no segment below 0x400000"
+    );
+    load
+}
+
 /// Boots under TCG on baremark's emulated PMU (QEMU built from `emulator/`, cached; the first
 /// call builds it) with `-icount shift=0`. Panics with the reason if that QEMU cannot be had.
 pub fn boot_emulated(
@@ -122,13 +297,18 @@ pub fn boot_payloads_emulated(
             .collect(),
         ..RunConfig::default()
     };
-    let outcome = boot_emulated(Firmware::Bios, config, Duration::from_secs(180), model);
-    assert_eq!(
-        outcome.verdict(),
-        baremark::session::Verdict::Success,
-        "{model:?}: {}",
-        outcome.tail_text()
-    );
+    boot_emulated_ok(config, Duration::from_secs(180), model)
+}
+
+/// A BIOS boot of `config` on the emulated PMU `model` ([`boot_emulated`]); panics with the
+/// serial tail unless the run succeeded.
+pub fn boot_emulated_ok(
+    config: RunConfig,
+    timeout: Duration,
+    model: baremark::qemu::PmuModel,
+) -> RunOutcome {
+    let outcome = boot_emulated(Firmware::Bios, config, timeout, model);
+    expect_success_in(&outcome, format_args!("{model:?}: "));
     outcome
 }
 
@@ -148,7 +328,10 @@ pub fn reported_values(
             .as_object()
             .unwrap_or_else(|| panic!("a report of text, not values: {}", r.value));
         for (k, v) in obj {
-            values.insert(k.clone(), v.as_str().unwrap_or_default().to_string());
+            let v = v
+                .as_str()
+                .unwrap_or_else(|| panic!("`{k}` is not a string: {}", r.value));
+            values.insert(k.clone(), v.to_string());
         }
     }
     assert!(
@@ -170,12 +353,7 @@ pub fn num(values: &std::collections::BTreeMap<String, String>, key: &str) -> u6
 
 /// The run succeeded and the harness refused nothing, or a panic that shows the serial tail.
 pub fn expect_clean_harness_run(outcome: &RunOutcome) {
-    assert_eq!(
-        outcome.verdict(),
-        session::Verdict::Success,
-        "serial tail:\n{}",
-        outcome.tail_text()
-    );
+    expect_success(outcome);
     assert_eq!(outcome.records_of("harness_error").count(), 0);
 }
 

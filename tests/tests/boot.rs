@@ -6,8 +6,8 @@ use std::time::Duration;
 use baremark::image::{Firmware, RunConfig};
 use baremark::qemu::QEMU_EXIT_SUCCESS;
 use baremark::records::SCHEMA_VERSION;
-use baremark::session::{RunOutcome, Verdict};
-use baremark_tests::{boot, expect_record, hex};
+use baremark::session::RunOutcome;
+use baremark_tests::{boot, expect_record, expect_success, hex};
 
 const REPORT_TYPES: [&str; 10] = [
     "boot",
@@ -47,12 +47,7 @@ fn uefi() -> &'static RunOutcome {
 }
 
 fn assert_successful_report(outcome: &RunOutcome, firmware: &str) {
-    assert_eq!(
-        outcome.verdict(),
-        Verdict::Success,
-        "serial tail:\n{}",
-        outcome.tail_text()
-    );
+    expect_success(outcome);
     assert_eq!(outcome.qemu_status, Some(QEMU_EXIT_SUCCESS));
     let kinds: Vec<&str> = outcome.records.iter().map(|r| r.kind.as_str()).collect();
     assert_eq!(kinds, REPORT_TYPES, "record sequence");
@@ -204,12 +199,7 @@ fn icount_makes_the_tsc_count_instructions_at_one_ghz() {
         Duration::from_secs(90),
         Some(0),
     );
-    assert_eq!(
-        outcome.verdict(),
-        Verdict::Success,
-        "{}",
-        outcome.tail_text()
-    );
+    expect_success(&outcome);
     let tsc = expect_record(&outcome, "tsc");
     let hz = tsc.u64("hz").unwrap();
     let bound = tsc.u64("uncertainty_hz").unwrap();
@@ -234,12 +224,7 @@ fn bad_configuration_lines_are_reported_and_the_run_goes_on() {
         ..RunConfig::default()
     };
     let outcome = boot(Firmware::Bios, config, Duration::from_secs(60), None);
-    assert_eq!(
-        outcome.verdict(),
-        Verdict::Success,
-        "{}",
-        outcome.tail_text()
-    );
+    expect_success(&outcome);
     let errors: Vec<_> = outcome.records_of("config_error").collect();
     let summary: Vec<(u64, &str)> = errors
         .iter()

@@ -11,10 +11,11 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use baremark::image::{Firmware, Overhead, RunConfig};
-use baremark::records::Record;
-use baremark::session::{RunOutcome, Verdict};
-use baremark_kernel::task::elf::{Limits, plan};
-use baremark_tests::{boot, expect_record};
+use baremark::session::RunOutcome;
+use baremark_tests::{
+    bench_result, boot, boot_emulated_ok, expect_exact_per_iteration, expect_loadable_payload,
+    expect_record, expect_success, instructions_per_iteration,
+};
 
 const BENCH: &str = "imul-latency";
 const REPS: u32 = 12;
@@ -80,35 +81,14 @@ fn run(elf: &[u8], overhead: Overhead) -> RunOutcome {
         ..RunConfig::default()
     };
     let outcome = boot(Firmware::Bios, config, Duration::from_secs(120), Some(0));
-    assert_eq!(
-        outcome.verdict(),
-        Verdict::Success,
-        "serial tail:\n{}",
-        outcome.tail_text()
-    );
+    expect_success(&outcome);
     outcome
-}
-
-fn stat(r: &Record, object: &str, s: &str) -> f64 {
-    r.get(object)[s]
-        .as_f64()
-        .unwrap_or_else(|| panic!("{object}.{s} missing: {}", r.value))
 }
 
 #[test]
 fn the_c_payload_is_a_static_exec_the_kernels_loader_accepts_with_w_xor_x() {
     let Some(elf) = elf() else { return };
-    let load = plan(elf, &Limits::default()).unwrap_or_else(|e| panic!("bench.elf: {e}"));
-    assert!(
-        load.segments
-            .iter()
-            .any(|s| s.executable && s.contains(load.entry))
-    );
-    assert!(
-        load.segments.iter().all(|s| !(s.writable && s.executable)),
-        "W^X"
-    );
-    assert!(load.segments.iter().all(|s| s.page_start >= 0x40_0000));
+    expect_loadable_payload("bench.elf", elf);
 }
 
 #[test]
@@ -119,33 +99,14 @@ fn the_c_imul_chain_is_exactly_its_instruction_count_per_iteration() {
         let exit = expect_record(&outcome, "task_exit");
         assert_eq!(exit.u64("code"), Some(0), "{}", exit.value);
 
-        // What the payload says one iteration executes.
-        let expected: f64 = outcome
-            .records_of("report")
-            .find_map(|r| r.get("values")["instructions_per_iteration"].as_str())
-            .and_then(|v| v.parse().ok())
-            .expect("a report with instructions_per_iteration");
+        // What the payload (ramdisk name `bench`) says one iteration executes.
+        let expected = instructions_per_iteration(&outcome, "bench");
         assert_eq!(expected, 6.0, "4 imuls, dec, jnz");
 
-        let r = outcome
-            .records_of("result")
-            .find(|r| r.str("bench") == Some(BENCH) && r.str("event") == Some("tsc"))
-            .unwrap_or_else(|| panic!("no tsc result; tail:\n{}", outcome.tail_text()));
+        let r = bench_result(&outcome, BENCH, "tsc");
         assert_eq!(r.get("supported"), true);
-        assert_eq!(r.str("overhead"), Some(overhead.name()));
         assert_eq!(r.u64("reps"), Some(u64::from(REPS)));
-        for s in ["min", "median", "mean", "max", "mean_20_80"] {
-            assert_eq!(
-                stat(r, "per_iteration", s),
-                expected,
-                "{overhead:?} {s}: {}",
-                r.value
-            );
-        }
-        assert_eq!(stat(r, "per_iteration", "stddev"), 0.0);
-        assert_eq!(stat(r, "raw", "stddev"), 0.0);
-        assert_eq!(r.u64("interrupts"), Some(0));
-        assert_eq!(r.u64("outliers"), Some(0));
+        expect_exact_per_iteration(r, expected, overhead);
 
         let summary = expect_record(&outcome, "summary");
         assert_eq!(summary.u64("benchmarks"), Some(1));
@@ -166,17 +127,10 @@ fn the_c_sdk_notifies_multiplexes_and_counts_the_system() {
         payloads: vec![("counters".to_string(), counters_elf())],
         ..RunConfig::default()
     };
-    let outcome = baremark_tests::boot_emulated(
-        Firmware::Bios,
+    let outcome = boot_emulated_ok(
         config,
         Duration::from_secs(120),
         baremark::qemu::PmuModel::IntelV5,
-    );
-    assert_eq!(
-        outcome.verdict(),
-        Verdict::Success,
-        "{}",
-        outcome.tail_text()
     );
     let values = &outcome
         .records_of("report")

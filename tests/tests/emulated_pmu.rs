@@ -10,9 +10,11 @@ use std::time::Duration;
 use baremark::image::{Firmware, Overhead};
 use baremark::payloads::suite_payloads;
 use baremark::qemu::PmuModel;
-use baremark::records::Record;
-use baremark::session::{RunOutcome, Verdict};
-use baremark_tests::{boot_emulated, expect_clean_harness_run, expect_record, suite_config};
+use baremark::session::RunOutcome;
+use baremark_tests::{
+    bench_result, boot_emulated, boot_emulated_ok, expect_clean_harness_run, expect_record,
+    stated_instructions, suite_config,
+};
 
 const EVENTS: &str = "cycles,instructions,branches,branch-misses";
 
@@ -23,16 +25,9 @@ fn run_suite(model: PmuModel) -> RunOutcome {
     outcome
 }
 
-fn result<'a>(outcome: &'a RunOutcome, bench: &str, event: &str) -> &'a Record {
-    outcome
-        .records_of("result")
-        .find(|r| r.str("bench") == Some(bench) && r.str("event") == Some(event))
-        .unwrap_or_else(|| panic!("{bench}: no {event} result"))
-}
-
 /// The median per iteration of a counted, emulated, exact (no spread) result.
 fn exact(outcome: &RunOutcome, bench: &str, event: &str) -> f64 {
-    let r = result(outcome, bench, event);
+    let r = bench_result(outcome, bench, event);
     assert_eq!(
         r.get("supported").as_bool(),
         Some(true),
@@ -59,7 +54,7 @@ fn check_counts(outcome: &RunOutcome, global_ctrl: bool) {
     let payloads = suite_payloads("default").unwrap();
     for p in &payloads {
         let name = p.name;
-        let tsc = result(outcome, name, "tsc");
+        let tsc = bench_result(outcome, name, "tsc");
         assert_eq!(
             tsc.get("emulated").as_bool(),
             Some(false),
@@ -84,13 +79,7 @@ fn check_counts(outcome: &RunOutcome, global_ctrl: bool) {
             // TSC stops but :uk counters go on)
             assert_eq!(tsc, instructions, "{name}: the TSC counts instructions");
         }
-        let report = outcome
-            .records_of("report")
-            .find(|r| r.str("task") == Some(name))
-            .unwrap_or_else(|| panic!("{name}: no report"));
-        let stated = report.get("values")["instructions_per_iteration"]
-            .as_str()
-            .unwrap();
+        let stated = stated_instructions(outcome, name);
         match name {
             // QEMU executes `rep movsb` one byte at a time and counts each.
             "rep-movsb" => assert_eq!(instructions, 4096.0 + 8.0, "{name}"),
@@ -122,7 +111,7 @@ fn check_counts(outcome: &RunOutcome, global_ctrl: bool) {
                 "{name}: {branches}"
             ),
         }
-        let misses = result(outcome, name, "branch-misses");
+        let misses = bench_result(outcome, name, "branch-misses");
         assert_eq!(
             misses.get("supported").as_bool(),
             Some(false),
@@ -147,14 +136,14 @@ fn intel_v4_counts_the_suite_exactly() {
     check_counts(&outcome, true);
     // cycles and instructions went to the fixed counters, branches to a GP counter
     assert_eq!(
-        result(&outcome, "add-latency", "instructions").str("counter"),
+        bench_result(&outcome, "add-latency", "instructions").str("counter"),
         Some("fixed0")
     );
     assert_eq!(
-        result(&outcome, "add-latency", "branches").str("counter"),
+        bench_result(&outcome, "add-latency", "branches").str("counter"),
         Some("gp0")
     );
-    let reason = result(&outcome, "add-latency", "branch-misses")
+    let reason = bench_result(&outcome, "add-latency", "branch-misses")
         .str("reason")
         .unwrap();
     assert!(reason.contains("CPUID.0AH:EBX bit 6"), "{reason}");
@@ -188,7 +177,7 @@ fn amd_perfmon_v2_counts_the_suite_exactly() {
     );
     check_counts(&outcome, true);
     // AMD has no availability mask: the model's refusal says why
-    let reason = result(&outcome, "add-latency", "branch-misses")
+    let reason = bench_result(&outcome, "add-latency", "branch-misses")
         .str("reason")
         .unwrap();
     assert!(reason.contains("emulated PMU"), "{reason}");
@@ -216,13 +205,7 @@ fn check_privilege_split(model: PmuModel) {
     config
         .payloads
         .retain(|(name, _)| name == "syscall" || name == "add-latency");
-    let outcome = boot_emulated(Firmware::Bios, config, Duration::from_secs(120), model);
-    assert_eq!(
-        outcome.verdict(),
-        Verdict::Success,
-        "{}",
-        outcome.tail_text()
-    );
+    let outcome = boot_emulated_ok(config, Duration::from_secs(120), model);
     assert_eq!(
         exact(&outcome, "syscall", "instructions:u"),
         4.0,

@@ -13,11 +13,13 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use baremark::image::{Firmware, Overhead, RunConfig};
-use baremark::payloads::builtin;
 use baremark::qemu::PmuModel;
 use baremark::records::Record;
-use baremark::session::{RunOutcome, Verdict};
-use baremark_tests::{boot_emulated, expect_record, num, suite_config};
+use baremark::session::RunOutcome;
+use baremark_tests::{
+    bench_result, boot_emulated, boot_emulated_ok, builtin_payloads, expect_record, num,
+    reported_values, suite_config,
+};
 
 /// Instructions and branches in ring 3 per iteration of `hwcount`'s syscall loop.
 const SYS_LOOP_INSTRUCTIONS: u64 = 45;
@@ -30,28 +32,13 @@ fn config(extra: &[&str], quantum_us: u32) -> RunConfig {
         task_budget_ms: Some(0),
         quantum_us,
         extra_lines: extra.iter().map(|l| l.to_string()).collect(),
-        payloads: ["hwcount", "loop1000", "loop2000"]
-            .iter()
-            .map(|&n| (n.to_string(), builtin(n).expect("built-in").elf.to_vec()))
-            .collect(),
+        payloads: builtin_payloads(&["hwcount", "loop1000", "loop2000"]),
         ..RunConfig::default()
     }
 }
 
 fn boot(model: PmuModel, extra: &[&str], quantum_us: u32) -> RunOutcome {
-    let outcome = boot_emulated(
-        Firmware::Bios,
-        config(extra, quantum_us),
-        Duration::from_secs(180),
-        model,
-    );
-    assert_eq!(
-        outcome.verdict(),
-        Verdict::Success,
-        "{model:?}: {}",
-        outcome.tail_text()
-    );
-    outcome
+    boot_emulated_ok(config(extra, quantum_us), Duration::from_secs(180), model)
 }
 
 /// Each model's plain run, booted once for all the tests that read it.
@@ -63,26 +50,9 @@ fn plain(model: PmuModel) -> &'static RunOutcome {
 
 const MODELS: [PmuModel; 3] = [PmuModel::IntelV2, PmuModel::IntelV5, PmuModel::AmdV2];
 
-/// Every `key=value` of `hwcount`'s `report` records, as numbers where they are numbers.
+/// Every `key=value` of `hwcount`'s `report` records (it is the first payload: task_index 0).
 fn reported(outcome: &RunOutcome) -> BTreeMap<String, String> {
-    let mut values = BTreeMap::new();
-    for r in outcome
-        .records_of("report")
-        .filter(|r| r.str("task") == Some("hwcount"))
-    {
-        let obj = r.get("values").as_object().unwrap_or_else(|| {
-            panic!("hwcount reported text, not values: {}", r.value);
-        });
-        for (k, v) in obj {
-            values.insert(k.clone(), v.as_str().unwrap().to_string());
-        }
-    }
-    assert!(
-        !values.is_empty(),
-        "no report from hwcount: {}",
-        outcome.tail_text()
-    );
-    values
+    reported_values(outcome, 0)
 }
 
 fn task_exit<'a>(outcome: &'a RunOutcome, task: &str) -> &'a Record {
@@ -374,30 +344,13 @@ fn the_harness_reports_lost_counts_as_not_measured() {
         .retain(|(name, _)| name == "add-latency" || name == "add-throughput");
     // Switch-in 1: the return from bench_group; 2: from the first bench_samples.
     config.extra_lines.push("test_pmu_fault = 2".into());
-    let outcome = boot_emulated(
-        Firmware::Bios,
-        config,
-        Duration::from_secs(120),
-        PmuModel::IntelV4,
-    );
-    assert_eq!(
-        outcome.verdict(),
-        Verdict::Success,
-        "{}",
-        outcome.tail_text()
-    );
+    let outcome = boot_emulated_ok(config, Duration::from_secs(120), PmuModel::IntelV4);
     for event in ["instructions", "branches"] {
-        let r = outcome
-            .records_of("result")
-            .find(|r| r.str("bench") == Some("add-latency") && r.str("event") == Some(event))
-            .unwrap_or_else(|| panic!("no {event} result: {}", outcome.tail_text()));
+        let r = bench_result(&outcome, "add-latency", event);
         assert_eq!(r.get("supported").as_bool(), Some(false), "{}", r.value);
         let reason = r.str("reason").unwrap();
         assert!(reason.contains("lost"), "{reason}");
-        let r = outcome
-            .records_of("result")
-            .find(|r| r.str("bench") == Some("add-throughput") && r.str("event") == Some(event))
-            .unwrap();
+        let r = bench_result(&outcome, "add-throughput", event);
         assert_eq!(r.get("supported").as_bool(), Some(true), "{}", r.value);
     }
 }

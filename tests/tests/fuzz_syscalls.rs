@@ -7,8 +7,9 @@
 use std::time::Duration;
 
 use baremark::qemu::PmuModel;
-use baremark::session::Verdict;
-use baremark_tests::{FUZZ_RESULTS, FuzzRun, expect_record, find_canary, fuzz_syscalls};
+use baremark_tests::{
+    FUZZ_RESULTS, FuzzRun, expect_record, expect_success, find_canary, fuzz_syscalls,
+};
 
 const CALLS: u64 = 20_000;
 
@@ -40,7 +41,7 @@ fn random_syscalls_on_the_emulated_pmu_program_counters_and_leak_nothing() {
 /// Everything a clean fuzzing run shows.
 fn check(run: &FuzzRun, calls: u64) {
     let out = &run.outcome;
-    assert_eq!(out.verdict(), Verdict::Success, "{}", out.tail_text());
+    expect_success(out);
     assert!(
         out.records_of("fault")
             .all(|r| r.str("mode") == Some("user")),

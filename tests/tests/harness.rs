@@ -7,10 +7,11 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use baremark::image::{Firmware, Overhead, RunConfig};
-use baremark::payloads::builtin;
-use baremark::records::Record;
-use baremark::session::{RunOutcome, Verdict};
-use baremark_tests::{boot, expect_record};
+use baremark::session::RunOutcome;
+use baremark_tests::{
+    bench_result, boot, builtin_payloads, expect_exact_per_iteration, expect_record,
+    expect_success, instructions_per_iteration, stat,
+};
 
 const REPS: u32 = 12;
 const WARMUP: u32 = 3;
@@ -19,13 +20,7 @@ const EVENTS: &str = "cycles,instructions:u,branch-misses";
 fn config(overhead: Overhead) -> RunConfig {
     RunConfig {
         timer_checks: false,
-        payloads: ["empty", "add-latency"]
-            .iter()
-            .map(|&name| {
-                let p = builtin(name).unwrap_or_else(|| panic!("no built-in payload `{name}`"));
-                (name.to_string(), p.elf.to_vec())
-            })
-            .collect(),
+        payloads: builtin_payloads(&["empty", "add-latency"]),
         events: Some(EVENTS.to_string()),
         reps: Some(REPS),
         warmup: Some(WARMUP),
@@ -44,49 +39,15 @@ fn run(overhead: Overhead) -> &'static RunOutcome {
             Duration::from_secs(120),
             Some(0),
         );
-        assert_eq!(
-            outcome.verdict(),
-            Verdict::Success,
-            "serial tail:\n{}",
-            outcome.tail_text()
-        );
+        expect_success(&outcome);
         outcome
     })
-}
-
-/// The `result` record of `bench` for `event`.
-fn result<'a>(outcome: &'a RunOutcome, bench: &str, event: &str) -> &'a Record {
-    outcome
-        .records_of("result")
-        .find(|r| r.str("bench") == Some(bench) && r.str("event") == Some(event))
-        .unwrap_or_else(|| {
-            panic!(
-                "no result for {bench}/{event}; tail:\n{}",
-                outcome.tail_text()
-            )
-        })
-}
-
-fn stat(r: &Record, object: &str, s: &str) -> f64 {
-    r.get(object)[s]
-        .as_f64()
-        .unwrap_or_else(|| panic!("{object}.{s} missing: {}", r.value))
-}
-
-/// What the payload says one iteration executes (its `report` record).
-fn instructions_per_iteration(outcome: &RunOutcome, task: &str) -> f64 {
-    outcome
-        .records_of("report")
-        .find(|r| r.str("task") == Some(task))
-        .and_then(|r| r.get("values")["instructions_per_iteration"].as_str())
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| panic!("{task} reported no instructions_per_iteration"))
 }
 
 #[test]
 fn the_empty_region_is_the_same_every_repetition_and_is_reported() {
     let outcome = run(Overhead::Empty);
-    let r = result(outcome, "empty", "tsc");
+    let r = bench_result(outcome, "empty", "tsc");
     assert_eq!(r.get("supported"), true);
     assert_eq!(r.str("counter"), Some("tsc"));
     assert_eq!(r.u64("reps"), Some(u64::from(REPS)));
@@ -119,20 +80,8 @@ fn add_latency_is_exactly_its_instruction_count_per_iteration_after_overhead_rem
     for overhead in [Overhead::Empty, Overhead::Diff] {
         let outcome = run(overhead);
         let expected = instructions_per_iteration(outcome, "add-latency");
-        let r = result(outcome, "add-latency", "tsc");
-        assert_eq!(r.str("overhead"), Some(overhead.name()));
-        for s in ["min", "median", "mean", "max", "mean_20_80"] {
-            assert_eq!(
-                stat(r, "per_iteration", s),
-                expected,
-                "{overhead:?} {s}: {}",
-                r.value
-            );
-        }
-        assert_eq!(stat(r, "per_iteration", "stddev"), 0.0);
-        assert_eq!(stat(r, "raw", "stddev"), 0.0);
-        assert_eq!(r.u64("outliers"), Some(0));
-        assert_eq!(r.u64("interrupts"), Some(0));
+        let r = bench_result(outcome, "add-latency", "tsc");
+        expect_exact_per_iteration(r, expected, overhead);
         match overhead {
             Overhead::Diff => assert!(!r.get("raw2x").is_null()),
             _ => assert!(!r.get("overhead_stats").is_null()),
@@ -149,7 +98,7 @@ fn events_without_counters_are_not_supported_with_a_reason() {
         .expect("bench_start");
     assert_eq!(start.u64("groups"), Some(1));
     for event in ["cycles", "instructions:u", "branch-misses"] {
-        let r = result(outcome, "add-latency", event);
+        let r = bench_result(outcome, "add-latency", event);
         assert_eq!(r.get("supported"), false, "{}", r.value);
         let reason = r.str("reason").unwrap_or_default();
         assert!(reason.contains("TSC"), "{event}: {reason}");

@@ -9,8 +9,11 @@ use std::time::Duration;
 use baremark::image::{Firmware, RunConfig};
 use baremark::qemu::QEMU_EXIT_SUCCESS;
 use baremark::records::{Record, parse_hex};
-use baremark::session::{RunOutcome, Verdict};
-use baremark_tests::{boot, boot_test_action, expect_record, hex};
+use baremark::session::RunOutcome;
+use baremark_tests::{
+    boot, boot_test_action, expect_ok_end, expect_record, expect_success, hex, page_fault_flags,
+    task_record,
+};
 
 /// The payloads in the order the kernel runs them.
 const PAYLOADS: [&str; 19] = [
@@ -44,22 +47,6 @@ fn outcome() -> &'static RunOutcome {
     OUTCOME.get_or_init(|| boot_test_action("ring3", Duration::from_secs(90)))
 }
 
-/// The one record of `kind` for payload `task`: `task_exit` or `fault`.
-fn task_record<'a>(outcome: &'a RunOutcome, kind: &str, task: &str) -> &'a Record {
-    let mut found = outcome
-        .records
-        .iter()
-        .filter(|r| r.kind == kind && r.str("task") == Some(task));
-    let record = found.next().unwrap_or_else(|| {
-        panic!(
-            "no `{kind}` record for payload `{task}`; serial tail:\n{}",
-            outcome.tail_text()
-        )
-    });
-    assert!(found.next().is_none(), "two `{kind}` records for `{task}`");
-    record
-}
-
 fn exit_code(task: &str) -> i64 {
     let exit = task_record(outcome(), "task_exit", task);
     exit.get("code").as_i64().unwrap_or_else(|| {
@@ -91,29 +78,12 @@ fn user_fault(task: &str, vector: u64, mnemonic: &str) -> &'static Record {
     fault
 }
 
-fn page_fault_flags(fault: &Record) -> Vec<&str> {
-    fault
-        .get("page_fault")
-        .as_array()
-        .unwrap_or_else(|| panic!("no page_fault flags: {}", fault.value))
-        .iter()
-        .filter_map(|v| v.as_str())
-        .collect()
-}
-
 #[test]
 fn the_boot_ends_normally_after_the_payloads() {
     let outcome = outcome();
-    assert_eq!(
-        outcome.verdict(),
-        Verdict::Success,
-        "serial tail:\n{}",
-        outcome.tail_text()
-    );
+    expect_success(outcome);
     assert_eq!(outcome.qemu_status, Some(QEMU_EXIT_SUCCESS));
-    let end = expect_record(outcome, "end");
-    assert_eq!(end.str("status"), Some("ok"));
-    assert_eq!(end.get("interrupts")["unexpected"], 0);
+    expect_ok_end(outcome);
     assert_eq!(
         expect_record(outcome, "boot").get("config")["test"],
         "ring3"
@@ -301,12 +271,7 @@ fn ring3_under_uefi_too() {
         ..RunConfig::default()
     };
     let outcome = boot(Firmware::Uefi, config, Duration::from_secs(120), None);
-    assert_eq!(
-        outcome.verdict(),
-        Verdict::Success,
-        "serial tail:\n{}",
-        outcome.tail_text()
-    );
+    expect_success(&outcome);
     let ends = outcome
         .records
         .iter()

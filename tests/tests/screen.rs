@@ -8,10 +8,10 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use baremark::image::{Firmware, OnEnd, Overhead, RunConfig};
-use baremark::session::{RunOutcome, Verdict};
+use baremark::session::RunOutcome;
 use baremark_screen::host::Decoded;
 use baremark_screen::{Console, Layout, PixelFormat, Style};
-use baremark_tests::{boot_with_screen, expect_record, suite_config};
+use baremark_tests::{boot_with_screen, expect_record, expect_success, suite_config};
 
 /// One QEMU at a time: the tests of this file would otherwise boot three at once.
 static QEMU: Mutex<()> = Mutex::new(());
@@ -41,12 +41,7 @@ fn check_final_screen(firmware: Firmware, width: usize, height: usize, bpp: u64)
         &[],
         final_screen_drawn,
     );
-    assert_eq!(
-        outcome.verdict(),
-        Verdict::Success,
-        "serial tail:\n{}",
-        outcome.tail_text()
-    );
+    expect_success(&outcome);
     let (frame, decoded) = screen.unwrap_or_else(|e| panic!("{e}"));
     // Shown when a check below fails (or with --nocapture).
     eprintln!("the screen:\n{}", decoded.lines().join("\n"));
@@ -168,12 +163,7 @@ fn the_screen_changes_no_measurement() {
             log: None,
         };
         let outcome = baremark::session::boot(&request, &mut |_| {}).unwrap();
-        assert_eq!(
-            outcome.verdict(),
-            Verdict::Success,
-            "serial tail:\n{}",
-            outcome.tail_text()
-        );
+        expect_success(&outcome);
         outcome
     };
     let with = run(&[]);

@@ -4,8 +4,7 @@
 use std::time::Duration;
 
 use baremark::image::{Firmware, RunConfig};
-use baremark::session::Verdict;
-use baremark_tests::{boot, expect_record};
+use baremark_tests::{boot, expect_record, expect_success};
 
 #[test]
 fn selftest_skips_every_check_without_a_pmu_and_succeeds() {
@@ -14,12 +13,7 @@ fn selftest_skips_every_check_without_a_pmu_and_succeeds() {
         ..RunConfig::default()
     };
     let outcome = boot(Firmware::Bios, config, Duration::from_secs(60), None);
-    assert_eq!(
-        outcome.verdict(),
-        Verdict::Success,
-        "{}",
-        outcome.tail_text()
-    );
+    expect_success(&outcome);
 
     let pmu = expect_record(&outcome, "pmu");
     assert_eq!(pmu.str("backend"), Some("tsc-only"));

@@ -9,7 +9,9 @@ use std::time::Duration;
 
 use baremark::image::{Firmware, Overhead};
 use baremark::payloads::suite_payloads;
-use baremark_tests::{boot, expect_clean_harness_run, suite_config};
+use baremark_tests::{
+    bench_result, boot, expect_clean_harness_run, stated_instructions, suite_config,
+};
 
 #[test]
 fn every_suite_benchmark_measures_its_stated_instruction_count_exactly() {
@@ -20,17 +22,8 @@ fn every_suite_benchmark_measures_its_stated_instruction_count_exactly() {
     expect_clean_harness_run(&outcome);
     for p in &payloads {
         let name = p.name;
-        let report = outcome
-            .records_of("report")
-            .find(|r| r.str("task") == Some(name))
-            .unwrap_or_else(|| panic!("{name}: no report"));
-        let stated = report.get("values")["instructions_per_iteration"]
-            .as_str()
-            .unwrap_or_else(|| panic!("{name}: no instructions_per_iteration"));
-        let result = outcome
-            .records_of("result")
-            .find(|r| r.str("bench") == Some(name) && r.str("event") == Some("tsc"))
-            .unwrap_or_else(|| panic!("{name}: no tsc result"));
+        let stated = stated_instructions(&outcome, name);
+        let result = bench_result(&outcome, name, "tsc");
         let per = result.get("per_iteration");
         let median = per["median"].as_f64().unwrap();
         assert_eq!(per["stddev"].as_f64(), Some(0.0), "{name}: {per}");

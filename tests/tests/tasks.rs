@@ -10,9 +10,11 @@ use std::time::Duration;
 
 use baremark::image::{Firmware, RunConfig};
 use baremark::payloads::builtin;
-use baremark::records::Record;
-use baremark::session::{RunOutcome, Verdict};
-use baremark_tests::{boot, expect_record};
+use baremark::session::RunOutcome;
+use baremark_tests::{
+    boot, builtin_payloads, expect_ok_end, expect_record, expect_success, expect_success_in,
+    indexed_record, task_record,
+};
 
 /// Not an ELF file: the kernel's loader must reject it and go on.
 const GARBAGE: &[u8] = b"this is not an ELF file, just bytes in the ramdisk\n";
@@ -68,22 +70,6 @@ fn both() -> [&'static RunOutcome; 2] {
     [run(0), run(1)]
 }
 
-/// The one record of `kind` for `task`.
-fn task_record<'a>(outcome: &'a RunOutcome, kind: &str, task: &str) -> &'a Record {
-    let mut found = outcome
-        .records
-        .iter()
-        .filter(|r| r.kind == kind && r.str("task") == Some(task));
-    let record = found.next().unwrap_or_else(|| {
-        panic!(
-            "no `{kind}` record for `{task}`; serial tail:\n{}",
-            outcome.tail_text()
-        )
-    });
-    assert!(found.next().is_none(), "two `{kind}` records for `{task}`");
-    record
-}
-
 /// A value of a task's `report` record, as a number.
 fn reported(outcome: &RunOutcome, task: &str, key: &str) -> u64 {
     let report = task_record(outcome, "report", task);
@@ -101,15 +87,8 @@ fn reported(outcome: &RunOutcome, task: &str, key: &str) -> u64 {
 #[test]
 fn the_run_ends_ok_after_every_payload() {
     for outcome in both() {
-        assert_eq!(
-            outcome.verdict(),
-            Verdict::Success,
-            "serial tail:\n{}",
-            outcome.tail_text()
-        );
-        let end = expect_record(outcome, "end");
-        assert_eq!(end.str("status"), Some("ok"));
-        assert_eq!(end.get("interrupts")["unexpected"], 0);
+        expect_success(outcome);
+        expect_ok_end(outcome);
         // Every payload has its records in order: task_start, then task_exit or fault; or a
         // task_error. Tasks come after the boot report and before `end`.
         let kinds: Vec<&str> = outcome.records.iter().map(|r| r.kind.as_str()).collect();
@@ -268,12 +247,7 @@ fn syscalls_check_their_arguments_and_fill_their_buffers() {
 #[test]
 fn preempted_round_robin_gives_the_same_virtual_tsc_deltas() {
     let outcome = preempted();
-    assert_eq!(
-        outcome.verdict(),
-        Verdict::Success,
-        "serial tail:\n{}",
-        outcome.tail_text()
-    );
+    expect_success(outcome);
     assert_eq!(
         expect_record(outcome, "boot").get("config")["quantum_us"],
         1
@@ -344,13 +318,9 @@ const BUDGET_MS: u32 = 5;
 fn watchdog(quantum: bool) -> &'static RunOutcome {
     static RUNS: [OnceLock<RunOutcome>; 2] = [OnceLock::new(), OnceLock::new()];
     RUNS[usize::from(quantum)].get_or_init(|| {
-        let payloads = ["spin", "loop1000"]
-            .iter()
-            .map(|&n| (n.to_string(), builtin(n).expect("built-in").elf.to_vec()))
-            .collect();
         let config = RunConfig {
             timer_checks: false,
-            payloads,
+            payloads: builtin_payloads(&["spin", "loop1000"]),
             quantum_us: if quantum { 1 } else { 0 },
             task_budget_ms: Some(BUDGET_MS),
             ..RunConfig::default()
@@ -380,15 +350,8 @@ fn without_a_budget_a_task_alone_takes_no_timer_interrupt() {
 fn the_watchdog_kills_a_spinning_task_and_the_next_one_runs() {
     for quantum in [false, true] {
         let outcome = watchdog(quantum);
-        assert_eq!(
-            outcome.verdict(),
-            Verdict::Success,
-            "quantum {quantum}; serial tail:\n{}",
-            outcome.tail_text()
-        );
-        let end = expect_record(outcome, "end");
-        assert_eq!(end.str("status"), Some("ok"));
-        assert_eq!(end.get("interrupts")["unexpected"], 0);
+        expect_success_in(outcome, format_args!("quantum {quantum}; "));
+        expect_ok_end(outcome);
         assert_eq!(
             expect_record(outcome, "boot").get("config")["task_budget_ms"],
             u64::from(BUDGET_MS)
@@ -430,13 +393,9 @@ fn the_watchdog_kills_a_spinning_task_and_the_next_one_runs() {
 fn family(quantum: bool) -> &'static RunOutcome {
     static RUNS: [OnceLock<RunOutcome>; 2] = [OnceLock::new(), OnceLock::new()];
     RUNS[usize::from(quantum)].get_or_init(|| {
-        let payloads = ["spawner", "loop1000", "rdpmc"]
-            .iter()
-            .map(|&n| (n.to_string(), builtin(n).expect("built-in").elf.to_vec()))
-            .collect();
         let config = RunConfig {
             timer_checks: false,
-            payloads,
+            payloads: builtin_payloads(&["spawner", "loop1000", "rdpmc"]),
             quantum_us: if quantum { 1 } else { 0 },
             ..RunConfig::default()
         };
@@ -444,32 +403,11 @@ fn family(quantum: bool) -> &'static RunOutcome {
     })
 }
 
-/// The one record of `kind` for the task with `task_index`.
-fn indexed_record<'a>(outcome: &'a RunOutcome, kind: &str, index: u64) -> &'a Record {
-    let found: Vec<&Record> = outcome
-        .records
-        .iter()
-        .filter(|r| r.kind == kind && r.u64("task_index") == Some(index))
-        .collect();
-    assert_eq!(
-        found.len(),
-        1,
-        "`{kind}` records for task_index {index}; serial tail:\n{}",
-        outcome.tail_text()
-    );
-    found[0]
-}
-
 #[test]
 fn a_child_s_counts_are_added_to_its_parent_s_only_when_asked() {
     for quantum in [false, true] {
         let outcome = family(quantum);
-        assert_eq!(
-            outcome.verdict(),
-            Verdict::Success,
-            "quantum {quantum}; serial tail:\n{}",
-            outcome.tail_text()
-        );
+        expect_success_in(outcome, format_args!("quantum {quantum}; "));
         assert_eq!(expect_record(outcome, "end").str("status"), Some("ok"));
         let value = |key: &str| -> i64 {
             let report = task_record(outcome, "report", "spawner");

@@ -19,13 +19,16 @@ use baremark::image::{Firmware, Overhead, RunConfig};
 use baremark::payloads::builtin;
 use baremark::qemu::PmuModel;
 use baremark::records::Record;
-use baremark::session::{RunOutcome, Verdict};
+use baremark::session::RunOutcome;
 use baremark_kernel::task::abi::{
     EBUSY, ELIMIT, ENOMEM, MAX_FAMILY_SPAWNS, MAX_SPAWN_DEPTH, STACK_PAGES, STACK_TOP,
     USER_PAGE_ADDR,
 };
 use baremark_kernel::task::elf::{ElfPart, Limits, PayloadError, plan};
-use baremark_tests::{boot, boot_emulated, expect_record, hex};
+use baremark_tests::{
+    boot, boot_emulated_ok, expect_ok_end, expect_record, expect_success, hex, indexed_record,
+    indexed_records, page_fault_flags,
+};
 
 /// Where a crafted ELF's code goes (the file offset of its first segment).
 const CODE_OFFSET: u64 = 0x1000;
@@ -248,31 +251,6 @@ fn zoo() -> &'static RunOutcome {
     })
 }
 
-/// The records of `kind` for the task with index `index`.
-fn of<'a>(
-    outcome: &'a RunOutcome,
-    kind: &str,
-    index: u64,
-) -> impl Iterator<Item = &'a Record> + use<'a> {
-    let kind = kind.to_string();
-    outcome
-        .records
-        .iter()
-        .filter(move |r| r.kind == kind && r.u64("task_index") == Some(index))
-}
-
-/// The one record of `kind` for the task with index `index`.
-fn one<'a>(outcome: &'a RunOutcome, kind: &str, index: u64) -> &'a Record {
-    let found: Vec<_> = of(outcome, kind, index).collect();
-    assert_eq!(
-        found.len(),
-        1,
-        "`{kind}` records of task {index}: {found:?}\nserial tail:\n{}",
-        outcome.tail_text()
-    );
-    found[0]
-}
-
 /// The task index of the ramdisk payload `name`.
 fn index(name: &str) -> u64 {
     ORDER.iter().position(|(n, _)| *n == name).unwrap() as u64
@@ -280,7 +258,7 @@ fn index(name: &str) -> u64 {
 
 /// A `report` value of a task (the first report that has `key`), as a string.
 fn reported<'a>(outcome: &'a RunOutcome, index: u64, key: &str) -> &'a str {
-    of(outcome, "report", index)
+    indexed_records(outcome, "report", index)
         .find_map(|r| r.get("values")[key].as_str())
         .unwrap_or_else(|| panic!("task {index} reported no `{key}`"))
 }
@@ -302,28 +280,21 @@ fn children(outcome: &RunOutcome, parent: u64) -> BTreeMap<u64, u64> {
 
 /// The user-mode fault that ended task `index`, checked to be one.
 fn user_fault(outcome: &RunOutcome, index: u64, vector: u64) -> &Record {
-    let fault = one(outcome, "fault", index);
+    let fault = indexed_record(outcome, "fault", index);
     assert_eq!(fault.str("mode"), Some("user"), "{}", fault.value);
     assert_eq!(fault.u64("vector"), Some(vector), "{}", fault.value);
     assert_eq!(hex(fault, "cs"), 0x23, "{}", fault.value);
     assert_eq!(
-        of(outcome, "task_exit", index).count(),
+        indexed_records(outcome, "task_exit", index).count(),
         0,
         "a fault ends it"
     );
     fault
 }
 
-fn page_fault_flags(fault: &Record) -> Vec<&str> {
-    fault
-        .get("page_fault")
-        .as_array()
-        .map_or_else(Vec::new, |a| a.iter().filter_map(|v| v.as_str()).collect())
-}
-
 /// The parent's `wait` results (`case_<k>`) are all `EABORTED` (-7), `n` of them.
 fn every_case_aborted(outcome: &RunOutcome, parent: u64, n: usize) {
-    let report = of(outcome, "report", parent)
+    let report = indexed_records(outcome, "report", parent)
         .find(|r| r.get("values").get("aborted").is_some())
         .expect("the parent's report of its cases");
     let values = report.get("values").as_object().unwrap();
@@ -339,7 +310,9 @@ fn every_case_aborted(outcome: &RunOutcome, parent: u64, n: usize) {
     );
     assert_eq!(values["aborted"].as_str(), Some(n.to_string().as_str()));
     assert_eq!(
-        one(outcome, "task_exit", parent).get("code").as_i64(),
+        indexed_record(outcome, "task_exit", parent)
+            .get("code")
+            .as_i64(),
         Some(0)
     );
 }
@@ -347,15 +320,8 @@ fn every_case_aborted(outcome: &RunOutcome, parent: u64, n: usize) {
 #[test]
 fn the_run_goes_on_to_the_end_and_ends_ok() {
     let outcome = zoo();
-    assert_eq!(
-        outcome.verdict(),
-        Verdict::Success,
-        "serial tail:\n{}",
-        outcome.tail_text()
-    );
-    let end = expect_record(outcome, "end");
-    assert_eq!(end.str("status"), Some("ok"));
-    assert_eq!(end.get("interrupts")["unexpected"], 0);
+    expect_success(outcome);
+    expect_ok_end(outcome);
     // Not one fault in the kernel, no panic.
     assert!(
         outcome
@@ -365,8 +331,8 @@ fn the_run_goes_on_to_the_end_and_ends_ok() {
     assert_eq!(outcome.records_of("panic").count(), 0);
     // Every ramdisk payload was taken in turn: a task_start or a task_error each.
     for (i, (name, _)) in ORDER.iter().enumerate() {
-        let started = of(outcome, "task_start", i as u64).count();
-        let refused = of(outcome, "task_error", i as u64).count();
+        let started = indexed_records(outcome, "task_start", i as u64).count();
+        let refused = indexed_records(outcome, "task_error", i as u64).count();
         assert_eq!(started + refused, 1, "{name}");
     }
     // Every task's memory came back: the frames in use after the payloads are those in use
@@ -414,18 +380,21 @@ fn the_measurements_around_the_zoo_are_intact_and_exact() {
 fn elfs_over_the_loaders_limits_are_not_run() {
     let outcome = zoo();
     // zoo-memory-elf: 65 MiB of bss, built by rustc.
-    let memory = one(outcome, "task_error", index("zoo-memory-elf"));
+    let memory = indexed_record(outcome, "task_error", index("zoo-memory-elf"));
     let expected = plan(builtin("zoo-memory-elf").unwrap().elf, &Limits::default()).unwrap_err();
     assert!(matches!(expected, PayloadError::TooLarge { .. }));
     assert_eq!(memory.str("message"), Some(expected.to_string().as_str()));
     for (name, _, error) in crafted_elfs() {
-        let record = one(outcome, "task_error", index(name));
+        let record = indexed_record(outcome, "task_error", index(name));
         assert_eq!(
             record.str("message"),
             Some(error.to_string().as_str()),
             "{name}"
         );
-        assert_eq!(of(outcome, "task_start", index(name)).count(), 0);
+        assert_eq!(
+            indexed_records(outcome, "task_start", index(name)).count(),
+            0
+        );
     }
 }
 
@@ -462,7 +431,7 @@ fn rdpmc_with_indices_of_no_counter_ends_only_the_task() {
     // RCX's upper half is ignored: the virtual TSC is read, twice, in order.
     assert_eq!(reported(outcome, parent, "monotonic"), "1");
     assert_eq!(
-        one(outcome, "task_exit", parent).u64("rdpmc_emulated"),
+        indexed_record(outcome, "task_exit", parent).u64("rdpmc_emulated"),
         Some(2)
     );
     // No PMU under plain TCG: no round with a counter.
@@ -471,7 +440,7 @@ fn rdpmc_with_indices_of_no_counter_ends_only_the_task() {
     assert_eq!(kids.len(), 14);
     for (&child, &case) in &kids {
         let index = reported(outcome, child, "index");
-        let fault = one(outcome, "fault", child);
+        let fault = indexed_record(outcome, "fault", child);
         assert!(
             matches!(fault.u64("vector"), Some(6 | 13)),
             "{}",
@@ -523,7 +492,7 @@ fn a_syscall_storm_in_measured_regions_is_measured_or_refused_never_garbage() {
         (8.0 * 10.0..8.0 * 100.0).contains(&per),
         "{per} per 8 syscalls"
     );
-    let exit = one(outcome, "task_exit", i);
+    let exit = indexed_record(outcome, "task_exit", i);
     assert!(
         exit.u64("syscalls").unwrap() > 6 * 100 * 8,
         "{}",
@@ -639,7 +608,10 @@ fn a_spawn_bomb_is_stopped_by_its_familys_limits() {
     // counts add up to the family's.
     let mut spawned = 0;
     for &t in &tasks {
-        let code = one(outcome, "task_exit", t).get("code").as_i64().unwrap();
+        let code = indexed_record(outcome, "task_exit", t)
+            .get("code")
+            .as_i64()
+            .unwrap();
         let (n, refusal) = baremark_payload_zoo::bomb_exit_parts(code);
         assert!(refusal == EBUSY || refusal == ELIMIT, "task {t}: {code}");
         spawned += n;
@@ -686,27 +658,29 @@ fn running_out_of_memory_refuses_the_spawn_and_gives_it_all_back() {
     assert_eq!(kids.len() as i64, spawned + 1);
     let refused: Vec<_> = kids
         .keys()
-        .filter(|&&k| of(outcome, "task_error", k).count() == 1)
+        .filter(|&&k| indexed_records(outcome, "task_error", k).count() == 1)
         .collect();
     assert_eq!(refused.len(), 1);
-    let message = one(outcome, "task_error", *refused[0])
+    let message = indexed_record(outcome, "task_error", *refused[0])
         .str("message")
         .unwrap();
     assert!(message.starts_with("not enough free memory"), "{message}");
     for &k in kids.keys().filter(|k| !refused.contains(k)) {
         assert_eq!(
-            one(outcome, "task_exit", k).get("code").as_i64(),
+            indexed_record(outcome, "task_exit", k).get("code").as_i64(),
             Some(0),
             "task {k}"
         );
     }
     assert_eq!(
-        one(outcome, "task_exit", root).get("code").as_i64(),
+        indexed_record(outcome, "task_exit", root)
+            .get("code")
+            .as_i64(),
         Some(0)
     );
     // And the payload after it ran (the_measurements_around_the_zoo_are_intact_and_exact).
     assert_eq!(
-        of(outcome, "task_start", index("add-latency-again")).count(),
+        indexed_records(outcome, "task_start", index("add-latency-again")).count(),
         1
     );
 }
@@ -730,13 +704,8 @@ fn a_flood_of_syscalls_is_stopped_by_the_watchdog() {
         ..RunConfig::default()
     };
     let outcome = boot(Firmware::Bios, config, Duration::from_secs(120), Some(0));
-    assert_eq!(
-        outcome.verdict(),
-        Verdict::Success,
-        "serial tail:\n{}",
-        outcome.tail_text()
-    );
-    let killed = one(&outcome, "task_killed", 0);
+    expect_success(&outcome);
+    let killed = indexed_record(&outcome, "task_killed", 0);
     assert_eq!(killed.str("exceeded"), Some("service"), "{}", killed.value);
     let budget = killed.u64("budget_tsc").unwrap();
     let service = killed.u64("service_tsc").unwrap();
@@ -754,7 +723,7 @@ fn a_flood_of_syscalls_is_stopped_by_the_watchdog() {
     );
     assert!(killed.u64("syscalls").unwrap() > 100);
     assert_eq!(
-        of(&outcome, "task_output", 0).count() as u64,
+        indexed_records(&outcome, "task_output", 0).count() as u64,
         killed.u64("syscalls").unwrap(),
         "one record per write"
     );
@@ -776,18 +745,7 @@ fn rdpmc_with_a_counter_of_its_own_reads_only_its_own_counts() {
         payloads: payloads(&[("zoo-rdpmc", Some("zoo-rdpmc"))]),
         ..RunConfig::default()
     };
-    let outcome = boot_emulated(
-        Firmware::Bios,
-        config,
-        Duration::from_secs(120),
-        PmuModel::IntelV4,
-    );
-    assert_eq!(
-        outcome.verdict(),
-        Verdict::Success,
-        "serial tail:\n{}",
-        outcome.tail_text()
-    );
+    let outcome = boot_emulated_ok(config, Duration::from_secs(120), PmuModel::IntelV4);
     assert_eq!(reported(&outcome, 0, "counters_configure"), "ok");
     assert_eq!(reported(&outcome, 0, "counted"), "3");
     let parent_gp1: u64 = reported(&outcome, 0, "gp1").parse().unwrap();
@@ -799,13 +757,13 @@ fn rdpmc_with_a_counter_of_its_own_reads_only_its_own_counts() {
     for (&child, &arg) in kids.iter().filter(|(_, a)| **a & 0x100 != 0) {
         let index = reported(&outcome, child, "index");
         assert_eq!(reported(&outcome, child, "counters"), "1");
-        let exit = of(&outcome, "task_exit", child).next();
+        let exit = indexed_records(&outcome, "task_exit", child).next();
         match index {
             "0x0" | "0x1" | "0x40000000" => {
                 let exit = exit.unwrap_or_else(|| panic!("{index}: read in hardware"));
                 assert_eq!(exit.get("pce"), true);
                 assert_eq!(exit.u64("rdpmc_emulated"), Some(0));
-                let value: u64 = of(&outcome, "report", child)
+                let value: u64 = indexed_records(&outcome, "report", child)
                     .find_map(|r| r.get("values")["value"].as_str())
                     .unwrap()
                     .parse()
@@ -829,5 +787,10 @@ fn rdpmc_with_a_counter_of_its_own_reads_only_its_own_counts() {
         }
     }
     assert_eq!(faulted, 11);
-    assert_eq!(one(&outcome, "task_exit", 0).get("code").as_i64(), Some(0));
+    assert_eq!(
+        indexed_record(&outcome, "task_exit", 0)
+            .get("code")
+            .as_i64(),
+        Some(0)
+    );
 }

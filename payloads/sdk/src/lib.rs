@@ -201,6 +201,18 @@ pub const EPERM: i64 = -12;
 /// `time`'s return value when the kernel does not know the TSC frequency.
 pub const TIME_HZ_UNKNOWN: u64 = 1;
 
+/// The most text one `report` may carry, in bytes (the kernel's limit, docs/syscall-abi.md).
+pub const REPORT_MAX: usize = 1024;
+
+/// Why [`report_fmt`](crate::report_fmt) sent no report.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReportFmtError {
+    /// The formatted text is longer than [`REPORT_MAX`] bytes: nothing was sent.
+    TooLong,
+    /// The kernel refused the report.
+    Refused(Error),
+}
+
 pub mod bench;
 #[cfg(target_os = "none")]
 mod sys;

@@ -3,7 +3,7 @@
 use core::arch::asm;
 use core::fmt::{self, Write};
 
-use crate::{Error, nr};
+use crate::{Error, REPORT_MAX, ReportFmtError, nr};
 
 /// Raw syscall with up to three arguments (RDI, RSI, RDX); RCX and R11 are clobbered by SYSCALL.
 #[inline(always)]
@@ -74,6 +74,15 @@ pub fn report(lines: &str) -> Result<u64, Error> {
         lines.len() as u64,
         0,
     ))
+}
+
+/// Formats `lines` (`key=value` lines) into a buffer of the kernel's limit ([`REPORT_MAX`]
+/// bytes, on the stack: no allocator) and reports them as [`report`] does; a text that does
+/// not fit is not sent at all ([`ReportFmtError::TooLong`]), so the caller can say so instead.
+pub fn report_fmt(lines: fmt::Arguments<'_>) -> Result<u64, ReportFmtError> {
+    let mut buf = Buf::<REPORT_MAX>::new();
+    buf.write_fmt(lines).map_err(|_| ReportFmtError::TooLong)?;
+    report(buf.as_str()).map_err(ReportFmtError::Refused)
 }
 
 /// The payload's argument text (`baremark run --args NAME=TEXT`) into `buf`: its length, of

@@ -3,39 +3,36 @@
 
 use core::fmt::{self, Write as _};
 
+use baremark_sdk::ReportFmtError;
 use baremark_sdk::bench::{self, Bench, Body};
 
 /// Reports the benchmark's expected shape (`bench`, `iterations`, then `shape`: `key=value`
 /// lines) once, then runs it under the harness. The exit code: 0, or 1 (after an `error=`
 /// report) when the report does not fit or the kernel refused the benchmark.
 pub fn run(b: &Bench<'_>, shape: fmt::Arguments<'_>) -> i64 {
-    // The kernel's limit for a report.
-    let mut text = baremark_sdk::Buf::<1024>::new();
-    if write!(
-        text,
-        "bench={}\niterations={}\n{shape}",
-        b.name, b.iterations
-    )
-    .is_err()
-    {
-        let _ = baremark_sdk::report("error=the expected shape does not fit in a report");
-        return 1;
-    }
-    if let Err(e) = baremark_sdk::report(text.as_str()) {
-        let mut err = baremark_sdk::Buf::<128>::new();
-        let _ = write!(err, "error=report refused: {e:?}");
-        let _ = baremark_sdk::report(err.as_str());
-        return 1;
+    let (name, iterations) = (b.name, b.iterations);
+    match baremark_sdk::report_fmt(format_args!(
+        "bench={name}\niterations={iterations}\n{shape}"
+    )) {
+        Ok(_) => {}
+        Err(ReportFmtError::TooLong) => {
+            let _ = baremark_sdk::report("error=the expected shape does not fit in a report");
+            return 1;
+        }
+        Err(ReportFmtError::Refused(e)) => return fail(format_args!("report refused: {e:?}")),
     }
     match bench::run(b) {
         Ok(()) => 0,
-        Err(e) => {
-            let mut err = baremark_sdk::Buf::<128>::new();
-            let _ = write!(err, "error=bench::run: {e:?}");
-            let _ = baremark_sdk::report(err.as_str());
-            1
-        }
+        Err(e) => fail(format_args!("bench::run: {e:?}")),
     }
+}
+
+/// Reports `error=<what>` (at most 128 bytes of it); the exit code of a failed benchmark, 1.
+fn fail(what: fmt::Arguments<'_>) -> i64 {
+    let mut err = baremark_sdk::Buf::<128>::new();
+    let _ = write!(err, "error={what}");
+    let _ = baremark_sdk::report(err.as_str());
+    1
 }
 
 /// An assembly body as the harness's [`Body`].

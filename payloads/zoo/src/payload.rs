@@ -3,16 +3,14 @@
 
 use core::fmt::{self, Write as _};
 
-use baremark_sdk::{Buf, nr, syscall4};
+use baremark_sdk::{Buf, REPORT_MAX, ReportFmtError, nr, syscall4};
 
-/// Sends `key=value` lines as a `report` record (at most the kernel's 1024 bytes).
+/// Sends `key=value` lines as a `report` record (at most the kernel's 1024 bytes; a longer one
+/// is an `error=` report instead).
 pub fn report(lines: fmt::Arguments<'_>) {
-    let mut buf = Buf::<1024>::new();
-    if buf.write_fmt(lines).is_err() {
+    if let Err(ReportFmtError::TooLong) = baremark_sdk::report_fmt(lines) {
         let _ = baremark_sdk::report("error=the report does not fit in 1024 bytes");
-        return;
     }
-    let _ = baremark_sdk::report(buf.as_str());
 }
 
 /// `spawn(name, flags, arg)` as the raw result: the child's id, or the (negative) error code.
@@ -31,7 +29,7 @@ pub fn spawn_raw(name: &str, flags: u64, arg: u64) -> i64 {
 /// (`spawn_<k>=<error>` when the spawn itself was refused). Returns how many children ended
 /// with `EABORTED` (a fault: the kernel contained the misbehaviour).
 pub fn run_cases(name: &str, cases: impl Iterator<Item = u64>) -> u64 {
-    let mut buf = Buf::<1024>::new();
+    let mut buf = Buf::<REPORT_MAX>::new();
     let mut aborted = 0;
     for case in cases {
         let id = spawn_raw(name, 0, case);

@@ -23,10 +23,9 @@
 use std::time::Duration;
 
 use baremark::image::{Firmware, Overhead, RunConfig};
-use baremark::payloads::builtin;
 use baremark::qemu::PmuModel;
 use baremark::session::{RunOutcome, Verdict};
-use baremark_tests::{boot, boot_emulated_cpu_props};
+use baremark_tests::{boot, boot_emulated_cpu_props, builtin_payloads};
 
 /// Per-repetition and per-iteration figures of one benchmark's event.
 fn figure(outcome: &RunOutcome, bench: &str, event: &str, object: &str) -> Option<f64> {
@@ -50,13 +49,7 @@ fn declared(outcome: &RunOutcome, bench: &str, key: &str) -> Option<f64> {
 fn config(names: &[&str], events: Option<&str>, quantum_us: u32) -> RunConfig {
     RunConfig {
         timer_checks: false,
-        payloads: names
-            .iter()
-            .map(|&n| {
-                let p = builtin(n).unwrap_or_else(|| panic!("no built-in payload `{n}`"));
-                (n.to_string(), p.elf.to_vec())
-            })
-            .collect(),
+        payloads: builtin_payloads(names),
         reps: Some(20),
         warmup: Some(3),
         overhead: Some(Overhead::Empty),
