@@ -112,7 +112,7 @@ fn run_exits_with_failure_when_the_kernel_fails() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{stdout}");
     assert!(
-        stdout.contains("PANIC    kernel/src/boot/mod.rs:"),
+        stdout.contains("PANIC    kernel/src/boot/actions.rs:"),
         "{stdout}"
     );
     assert!(
