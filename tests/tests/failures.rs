@@ -60,7 +60,7 @@ fn kernel_panic_is_reported_with_location_and_message() {
     let outcome = boot_test_action("panic", Duration::from_secs(60));
     assert_failed(&outcome, "kernel panic");
     let panic = expect_record(&outcome, "panic");
-    assert_eq!(panic.str("file"), Some("kernel/src/boot/mod.rs"));
+    assert_eq!(panic.str("file"), Some("kernel/src/boot/actions.rs"));
     assert!(panic.u64("line").unwrap() > 0);
     assert_eq!(
         panic.str("message"),
