@@ -152,7 +152,7 @@ impl Running {
     /// [`lose_counts`](Self::lose_counts) for `reason`.
     pub(super) fn lose_counts_because(&mut self, reason: String) {
         self.release_hw();
-        super::task_error(
+        super::records::task_error(
             self.task,
             &format!(
                 "{reason}: its counts are lost until counters_configure or counters_reset; \

@@ -18,14 +18,35 @@ use super::super::abi::{
 use super::super::hwslots;
 use super::super::ring3::{self, Task, sys_write};
 use super::super::vcounter::MAX_SLOTS;
-use super::{
-    BENCHES, Child, ChildState, Console, Ended, HARNESS_ERRORS, NEXT_TASK_INDEX, RDPMC,
-    REFUSALS_REPORTED, RESULTS, Running, SPAWNED_LIVE, Served, UNSUPPORTED, find_payload,
-    harness_error, load, rdpmc_ecx, task_error,
+use super::load::{find_payload, load};
+use super::records::{
+    BENCHES, Console, HARNESS_ERRORS, REFUSALS_REPORTED, RESULTS, UNSUPPORTED, harness_error,
+    task_error,
 };
+use super::{Child, ChildState, Ended, NEXT_TASK_INDEX, Running, SPAWNED_LIVE};
 use crate::harness::session::{self, Bench, PLAN_WORDS, RunPlan};
 use crate::output::console::record;
+use crate::pmu::backend::Counter;
 use crate::say;
+
+/// The RDPMC instruction.
+const RDPMC: [u8; 2] = [0x0f, 0x33];
+
+/// The RDPMC ECX that names `counter` to the emulation: GP n is n, fixed n is `(1 << 30) | n`.
+fn rdpmc_ecx(counter: Counter) -> u32 {
+    match counter {
+        Counter::Gp(n) => u32::from(n),
+        Counter::Fixed(n) => (1 << 30) | u32::from(n),
+    }
+}
+
+/// What serving a syscall led to.
+pub(super) enum Served {
+    Done,
+    Yield,
+    Wait,
+    Exit(i64),
+}
 
 impl Running {
     /// Writes a syscall's result into the task: `EFAULT` unless `[ptr, ptr + len)` is memory
