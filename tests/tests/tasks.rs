@@ -1,4 +1,4 @@
-//! Payload ELFs from the ramdisk run as ring-3 tasks (kernel/src/task/run.rs), under TCG with
+//! Payload ELFs from the ramdisk run as ring-3 tasks (kernel/src/task/run/), under TCG with
 //! `-icount shift=0`, where the TSC advances exactly once per instruction: the built-in `hello`,
 //! a garbage "ELF" (rejected with a `task_error`, the next payload still runs), the loop
 //! payloads (virtual TSC from the counter page around N iterations of a 4-instruction loop) and
