@@ -243,8 +243,28 @@ pub fn record_lines(r: &Record, vendor: Option<Vendor>) -> Option<String> {
                 },
                 None => "frequency unknown".to_string(),
             };
-            let pit = match (r.u64("pit_hz"), r.str("method")) {
-                (Some(p), Some(m)) if m != "pit-calibration" => format!(" | PIT check {}", mhz(p)),
+            // The cross-check against a second source (older logs: the PIT's rate).
+            let check = r.get("cross_check");
+            let pit = match (
+                check.get("hz").and_then(Value::as_u64),
+                r.u64("pit_hz"),
+                r.str("method"),
+            ) {
+                (Some(hz), _, _) => format!(
+                    " | cross-check {} ({}) {}",
+                    mhz(hz),
+                    check.get("method").and_then(Value::as_str).unwrap_or("?"),
+                    if check.get("agrees").and_then(Value::as_bool) == Some(true) {
+                        "agrees"
+                    } else {
+                        "DISAGREES"
+                    }
+                ),
+                (None, Some(p), Some(m))
+                    if m != "pit-calibration" && !r.get("sources").is_object() =>
+                {
+                    format!(" | PIT check {}", mhz(p))
+                }
                 _ => String::new(),
             };
             let invariant = if r.get("invariant").as_bool() == Some(true) {
@@ -252,8 +272,86 @@ pub fn record_lines(r: &Record, vendor: Option<Vendor>) -> Option<String> {
             } else {
                 "not invariant"
             };
-            format!("{}{head}{pit} | {invariant}", label("tsc"))
+            let unused: Vec<String> = r
+                .get("sources")
+                .as_object()
+                .into_iter()
+                .flatten()
+                .filter_map(|(name, v)| {
+                    let e = v.get("error").and_then(Value::as_str)?;
+                    Some(format!(
+                        "\n{}{}: not used: {e}",
+                        label(""),
+                        name.replace('_', "-")
+                    ))
+                })
+                .collect();
+            format!(
+                "{}{head}{pit} | {invariant}{}",
+                label("tsc"),
+                unused.concat()
+            )
         }
+        "acpi" => match r.str("state") {
+            Some("ok" | "problems") => {
+                let tables: Vec<&str> = r
+                    .get("tables")
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Value::as_str)
+                    .collect();
+                let cpus = r.u64("cpus").unwrap_or(0);
+                let x2 = r.u64("cpus_x2apic").unwrap_or(0);
+                let pm = r.get("pm_timer");
+                let dmar = r.get("dmar");
+                let mut line = format!(
+                    "{}{} {} rev {} | {} | {} CPU{}{} | pm-timer {} | hpet {} | mcfg {} | dmar {}",
+                    label("acpi"),
+                    s(r, "oem"),
+                    s(r, "root"),
+                    r.u64("revision").unwrap_or(0),
+                    tables.join(" "),
+                    cpus,
+                    if cpus == 1 { "" } else { "s" },
+                    if x2 > 0 {
+                        format!(" ({x2} x2APIC)")
+                    } else {
+                        String::new()
+                    },
+                    match pm.get("port").and_then(Value::as_str) {
+                        Some(port) => format!(
+                            "{port} ({} bits)",
+                            pm.get("bits").and_then(Value::as_u64).unwrap_or(0)
+                        ),
+                        None => "none".to_string(),
+                    },
+                    r.str("hpet").unwrap_or("none"),
+                    if r.get("mcfg").as_array().is_some_and(|a| !a.is_empty()) {
+                        "yes"
+                    } else {
+                        "none"
+                    },
+                    match dmar.get("units").and_then(Value::as_u64) {
+                        Some(n) => format!("{n} units"),
+                        None => "none".to_string(),
+                    }
+                );
+                for p in r.get("problems").as_array().into_iter().flatten() {
+                    line.push_str(&format!(
+                        "\n{}ignored: {}",
+                        label(""),
+                        p.as_str().unwrap_or("?")
+                    ));
+                }
+                line
+            }
+            Some("error") => format!("{}unusable: {}", label("acpi"), s(r, "error")),
+            _ => format!(
+                "{}no ACPI tables (no RSDP from the firmware)",
+                label("acpi")
+            ),
+        },
         "apic" => {
             let checks = r.get("timer_checks");
             let c = |k: &str| {

@@ -69,6 +69,29 @@ const FIELDS: &[(&str, &[&str])] = &[
             "pit_hz",
             "pit_uncertainty_hz",
             "pit_present",
+            "sources",
+            "cross_check",
+        ],
+    ),
+    (
+        "acpi",
+        &[
+            "state",
+            "rsdp",
+            "error",
+            "revision",
+            "oem",
+            "root",
+            "tables",
+            "problems",
+            "cpus",
+            "cpus_enabled",
+            "cpus_x2apic",
+            "apic_ids",
+            "pm_timer",
+            "hpet",
+            "mcfg",
+            "dmar",
         ],
     ),
     (
@@ -298,7 +321,7 @@ const WORDS: &[(&str, &str, &[&str])] = &[
 
 /// Machine records: one per boot, so a second, different one means a second boot whose `boot`
 /// record was lost.
-pub(super) const MACHINE: &[&str] = &["cpu", "checks", "tsc", "apic", "pmu"];
+pub(super) const MACHINE: &[&str] = &["cpu", "checks", "acpi", "tsc", "apic", "pmu"];
 /// Other records a run has at most one of.
 pub(super) const ONCE: &[&str] = &["schedule", "selftest_summary", "summary", "end"];
 /// Records of one task, one of each per task (`task_index`).

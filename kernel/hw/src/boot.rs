@@ -93,6 +93,7 @@ pub fn init(boot_info: &'static mut BootInfo) -> Result<BootFacts, BootError> {
         .physical_memory_offset
         .into_option()
         .ok_or(BootError::NoPhysicalMemoryMapping)?;
+    crate::firmware::init(regions);
     let allocator = RegionFrameAllocator::new(
         regions
             .iter()

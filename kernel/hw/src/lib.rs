@@ -11,6 +11,7 @@
 //! | `port`    | raw port I/O (crate-private) and the QEMU isa-debug-exit device           |
 //! | `msr`     | **every** RDMSR/WRMSR of the kernel, all #GP-safe                         |
 //! | `cpu`     | control registers, CPU protections (NX/SMEP/SMAP/UMIP), TSC, halting      |
+//! | `firmware`| firmware memory (ACPI tables) read-only, checked against RAM in use       |
 //! | `fpu`     | x87/SSE/AVX for ring 3: enabled at boot, switched between tasks lazily    |
 //! | `gdt`     | GDT with kernel and user segments, TSS with IST stacks                    |
 //! | `trap`    | IDT, the 256 entry stubs and `trap_common`: every way into the kernel     |
@@ -24,6 +25,7 @@
 //! | `apic`    | the local APIC, x2APIC or xAPIC                                           |
 //! | `pic`     | the legacy 8259 pair: remapped and masked                                 |
 //! | `pit`     | the 8254 PIT channel 2, the reference clock for TSC calibration           |
+//! | `pmtimer` | the ACPI PM timer (a port the FADT names), another reference clock        |
 //! | `layout`  | the kernel's virtual-memory layout and the bootloader configuration       |
 //! | `pci`     | PCI configuration space (ports 0xCF8/0xCFC): enumeration, BARs, enables   |
 //! | `mmio`    | device registers: a PCI BAR mapped uncached, volatile accessors by offset |
@@ -53,6 +55,8 @@ pub mod cpu;
 #[cfg(target_os = "none")]
 pub mod dma;
 #[cfg(target_os = "none")]
+pub mod firmware;
+#[cfg(target_os = "none")]
 pub mod fpu;
 #[cfg(target_os = "none")]
 pub mod gdt;
@@ -70,6 +74,8 @@ pub mod pci;
 pub mod pic;
 #[cfg(target_os = "none")]
 pub mod pit;
+#[cfg(target_os = "none")]
+pub mod pmtimer;
 #[cfg(target_os = "none")]
 pub mod port;
 #[cfg(target_os = "none")]

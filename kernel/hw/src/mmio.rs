@@ -1,4 +1,4 @@
-//! Device registers: a PCI memory BAR mapped uncached into the kernel's device window, with
+//! Device registers: a PCI memory BAR (or a range the firmware's tables name) mapped uncached into the kernel's device window, with
 //! bounds-checked volatile accessors, so drivers in the safe kernel read and write registers
 //! by offset and never hold a pointer.
 //!
@@ -30,6 +30,8 @@ pub enum MmioError {
     AlreadyClaimed,
     /// The device window is full.
     NoVirtualSpace,
+    /// The firmware named RAM (or nonsense) as a device's registers.
+    NotDevice(crate::firmware::FirmwareMemError),
 }
 
 /// One device's registers.
@@ -66,6 +68,37 @@ impl Mmio {
         Ok(Mmio {
             virt,
             phys: bar.phys,
+            len,
+            out_of_range: 0,
+        })
+    }
+
+    /// Maps `len` bytes of registers at `phys` that the firmware's tables describe (the
+    /// HPET's), uncached. Refused where the range is RAM in use; each range is claimed once.
+    pub fn map_firmware_device(phys: u64, len: u64) -> Result<Mmio, MmioError> {
+        crate::firmware::is_not_ram(phys, len).map_err(MmioError::NotDevice)?;
+        let mut claimed = CLAIMED.lock();
+        if claimed.contains(&phys) {
+            return Err(MmioError::AlreadyClaimed);
+        }
+        let page = phys & !0xfff;
+        let offset = phys - page;
+        let pages_len = (offset + len).next_multiple_of(4096);
+        let virt = NEXT_VIRT.fetch_add(pages_len, Relaxed);
+        if virt + pages_len > DEVICE_MMIO_START + DEVICE_MMIO_SIZE {
+            return Err(MmioError::NoVirtualSpace);
+        }
+        for p in (0..pages_len).step_by(4096) {
+            // SAFETY: `virt..virt + pages_len` is a fresh part of the device window (reserved
+            // in `layout`, handed out once by NEXT_VIRT); `page..page + pages_len` is not RAM
+            // the kernel uses (checked above: the firmware names it as device registers), and
+            // no one else maps it (CLAIMED).
+            unsafe { paging::map_device_page(virt + p, page + p) }.map_err(MmioError::Map)?;
+        }
+        claimed.push(phys);
+        Ok(Mmio {
+            virt: virt + offset,
+            phys,
             len,
             out_of_range: 0,
         })

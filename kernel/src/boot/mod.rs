@@ -20,7 +20,9 @@ use crate::say;
 use crate::traps;
 use crate::traps::fatal::{self, Status};
 use actions::run_test_action;
-use report::{report_apic, report_boot, report_checks, report_cpu, report_pmu, report_tsc};
+use report::{
+    report_acpi, report_apic, report_boot, report_checks, report_cpu, report_pmu, report_tsc,
+};
 
 /// Kernel entry, called by the bootloader stub in `main.rs`.
 pub fn run(boot_info: &'static mut BootInfo) -> ! {
@@ -75,7 +77,13 @@ pub fn run(boot_info: &'static mut BootInfo) -> ! {
 
     report_checks();
 
-    let tsc = timer::tsc_frequency(&cpu);
+    let acpi = facts
+        .rsdp
+        .map(|rsdp| crate::platform::acpi::parse(&crate::platform::acpi::FirmwareMem, rsdp));
+    report_acpi(facts.rsdp, acpi.as_ref());
+    let acpi = acpi.and_then(Result::ok);
+
+    let tsc = timer::tsc_frequency(&cpu, acpi.as_ref());
     report_tsc(&tsc, &cpu);
     crate::output::screen::set_clock(tsc_at_entry, tsc.chosen.map(|f| f.hz));
 

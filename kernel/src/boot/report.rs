@@ -11,12 +11,18 @@ use raw_cpuid::CpuIdReaderNative;
 
 use crate::config::{ConfigSource, RunConfig};
 use crate::output::console::record;
+use crate::output::record::Record;
+use crate::platform::acpi::Acpi;
 use crate::platform::cpu::{CpuInfo, raw_cpuid_leaf};
 use crate::platform::interrupts::COUNTS;
 use crate::platform::timer::{ApicReport, TscReport};
 use crate::platform::tsc::Mhz;
+use crate::platform::tsc::TscFrequency;
 use crate::pmu::cpuid::{self, AmdPerfmon, IntelArchPerfmon};
 use crate::say;
+use alloc::format;
+use alloc::string::String;
+use alloc::vec::Vec;
 use events::pmu::PmuKind;
 
 pub(super) fn report_boot(
@@ -225,6 +231,25 @@ pub(super) fn report_checks() {
     });
 }
 
+/// One reference clock's calibration in the `tsc` record: null where there is none.
+fn source<'a>(r: Record<'a>, key: &str, s: Option<&Result<TscFrequency, String>>) -> Record<'a> {
+    match s {
+        None => r.null(key),
+        Some(Ok(f)) => r.object(key, |r| {
+            r.u64("hz", f.hz)
+                .opt_u64("uncertainty_hz", f.uncertainty_hz)
+                .u64("samples", u64::from(f.samples))
+                .null("error")
+        }),
+        Some(Err(e)) => r.object(key, |r| {
+            r.null("hz")
+                .null("uncertainty_hz")
+                .u64("samples", 0)
+                .str("error", e)
+        }),
+    }
+}
+
 pub(super) fn report_tsc(tsc: &TscReport, cpu: &CpuInfo) {
     let chosen = tsc.chosen;
     record("tsc", |r| {
@@ -242,11 +267,28 @@ pub(super) fn report_tsc(tsc: &TscReport, cpu: &CpuInfo) {
                 .null("uncertainty_ppm")
                 .u64("samples", 0),
         };
-        r.bool("invariant", cpu.features.invariant_tsc)
+        let r = r
+            .bool("invariant", cpu.features.invariant_tsc)
             .opt_u64("cpuid_16h_base_mhz", tsc.base_mhz.map(u64::from))
-            .opt_u64("pit_hz", tsc.pit.map(|p| p.hz))
-            .opt_u64("pit_uncertainty_hz", tsc.pit.and_then(|p| p.uncertainty_hz))
-            .bool("pit_present", !tsc.pit_absent)
+            .opt_u64("pit_hz", tsc.pit.as_ref().ok().map(|p| p.hz))
+            .opt_u64(
+                "pit_uncertainty_hz",
+                tsc.pit.as_ref().ok().and_then(|p| p.uncertainty_hz),
+            )
+            .bool("pit_present", tsc.pit.is_ok());
+        let r = r.object("sources", |r| {
+            let r = source(r, "hpet", tsc.hpet.as_ref());
+            let r = source(r, "pm_timer", tsc.pm_timer.as_ref());
+            source(r, "pit", Some(&tsc.pit))
+        });
+        match tsc.cross_check {
+            Some((other, agree)) => r.object("cross_check", |r| {
+                r.str("method", other.method.name())
+                    .u64("hz", other.hz)
+                    .bool("agrees", agree)
+            }),
+            None => r.null("cross_check"),
+        }
     });
     match chosen {
         Some(f) => match f.uncertainty_ppm() {
@@ -259,15 +301,147 @@ pub(super) fn report_tsc(tsc: &TscReport, cpu: &CpuInfo) {
             ),
             None => say!("tsc    {} ({})", Mhz(f.hz), f.method.name()),
         },
-        None => say!("tsc    frequency unknown: no CPUID leaf and no working PIT"),
+        None => say!("tsc    frequency unknown: no CPUID leaf and no usable reference clock"),
+    }
+    match tsc.cross_check {
+        Some((o, true)) => say!(
+            "       cross-check: {} ({}) agrees",
+            Mhz(o.hz),
+            o.method.name()
+        ),
+        Some((o, false)) => say!(
+            "       cross-check: {} ({}) DISAGREES beyond both uncertainties",
+            Mhz(o.hz),
+            o.method.name()
+        ),
+        None => {}
+    }
+    for (name, s) in [
+        ("hpet", tsc.hpet.as_ref()),
+        ("pm-timer", tsc.pm_timer.as_ref()),
+        ("pit", Some(&tsc.pit)),
+    ] {
+        if let Some(Err(e)) = s {
+            say!("       {name}: not used: {e}");
+        }
     }
     if chosen.is_none() {
         record("error", |r| {
             r.str("source", "tsc").str(
                 "message",
-                "TSC frequency unknown: no CPUID leaf and no working PIT",
+                "TSC frequency unknown: no CPUID leaf and no usable reference clock (HPET, PM \
+                 timer, PIT); the run goes on without time-based features",
             )
         });
+    }
+}
+
+/// The `acpi` record: the tables found, what they say, and what was wrong with them.
+pub(super) fn report_acpi(rsdp: Option<u64>, acpi: Option<&Result<Acpi, String>>) {
+    let (rsdp, acpi) = match (rsdp, acpi) {
+        (Some(rsdp), Some(Ok(a))) => (rsdp, a),
+        (Some(rsdp), Some(Err(e))) => {
+            record("acpi", |r| {
+                r.str("state", "error").hex("rsdp", rsdp).str("error", e)
+            });
+            say!("acpi   unusable: {e}");
+            return;
+        }
+        _ => {
+            record("acpi", |r| r.str("state", "absent").null("rsdp"));
+            say!("acpi   no RSDP from the firmware: no ACPI tables");
+            return;
+        }
+    };
+    let cpus = acpi.madt.as_ref().map(|m| m.cpus.as_slice()).unwrap_or(&[]);
+    let ids: Vec<u64> = cpus.iter().map(|c| u64::from(c.apic_id)).collect();
+    let sigs: Vec<String> = acpi.tables.iter().map(|t| t.signature.clone()).collect();
+    let mcfg: Vec<String> = acpi
+        .mcfg
+        .iter()
+        .map(|m| {
+            format!(
+                "segment {} buses {}-{} at {:#x}",
+                m.segment, m.bus_start, m.bus_end, m.base
+            )
+        })
+        .collect();
+    record("acpi", |r| {
+        let r = r
+            .str(
+                "state",
+                if acpi.problems.is_empty() {
+                    "ok"
+                } else {
+                    "problems"
+                },
+            )
+            .hex("rsdp", rsdp)
+            .u64("revision", u64::from(acpi.revision))
+            .str("oem", &acpi.oem_id)
+            .str("root", &acpi.root)
+            .str_array("tables", sigs.iter().map(String::as_str))
+            .str_array("problems", acpi.problems.iter().map(String::as_str))
+            .u64("cpus", cpus.len() as u64)
+            .u64(
+                "cpus_enabled",
+                cpus.iter().filter(|c| c.enabled).count() as u64,
+            )
+            .u64(
+                "cpus_x2apic",
+                cpus.iter().filter(|c| c.x2apic).count() as u64,
+            )
+            .u64_array("apic_ids", &ids);
+        let r = match acpi.fadt.as_ref().and_then(|f| f.pm_timer) {
+            Some(p) => r.object("pm_timer", |r| {
+                r.hex("port", u64::from(p.port))
+                    .u64("bits", if p.wide { 32 } else { 24 })
+            }),
+            None => r.null("pm_timer"),
+        };
+        let r = match acpi.hpet {
+            Some(h) => r.hex("hpet", h.base),
+            None => r.null("hpet"),
+        };
+        let r = r.str_array("mcfg", mcfg.iter().map(String::as_str));
+        match &acpi.dmar {
+            Some(d) => r.object("dmar", |r| {
+                r.u64("address_width", u64::from(d.address_width))
+                    .hex("flags", u64::from(d.flags))
+                    .u64("units", d.units.len() as u64)
+                    .u64("reserved_regions", d.reserved.len() as u64)
+            }),
+            None => r.null("dmar"),
+        }
+    });
+    say!(
+        "acpi   {} {} rev {} | {} | {} CPUs{} | pm-timer {} | hpet {} | mcfg {} | dmar {}",
+        acpi.oem_id,
+        acpi.root,
+        acpi.revision,
+        sigs.join(" "),
+        cpus.len(),
+        if cpus.iter().any(|c| c.x2apic) {
+            " (x2APIC entries)"
+        } else {
+            ""
+        },
+        match acpi.fadt.as_ref().and_then(|f| f.pm_timer) {
+            Some(p) => format!("{:#x}", p.port),
+            None => String::from("none"),
+        },
+        match acpi.hpet {
+            Some(h) => format!("{:#x}", h.base),
+            None => String::from("none"),
+        },
+        if mcfg.is_empty() { "none" } else { "yes" },
+        match &acpi.dmar {
+            Some(d) => format!("{} units", d.units.len()),
+            None => String::from("none"),
+        }
+    );
+    for p in &acpi.problems {
+        say!("       ignored: {p}");
     }
 }
 

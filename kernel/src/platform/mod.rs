@@ -3,14 +3,19 @@
 //!
 //! | module       | job                                                                 | host-tested |
 //! |--------------|---------------------------------------------------------------------|-------------|
+//! | `acpi`       | the ACPI tables: a checked parser (MADT, FADT, HPET, MCFG, DMAR)     | yes |
 //! | `cpu`        | CPU identification (CPUID)                                          | yes |
 //! | `tsc`        | TSC frequency from CPUID or PIT calibration: the arithmetic          | yes |
 //! | `interrupts` | the interrupt vectors the kernel uses and the counts of those taken | -   |
+//! | `clocks`     | the reference clocks (HPET, PM timer, PIT) timed with the TSC         | no  |
 //! | `timer`      | the TSC rate and local APIC bring-up, timer calibration and checks  | no  |
 
+pub mod acpi;
 pub mod cpu;
 pub mod interrupts;
 pub mod tsc;
 
+#[cfg(target_os = "none")]
+pub mod clocks;
 #[cfg(target_os = "none")]
 pub mod timer;

@@ -1,40 +1,46 @@
-//! Time: the TSC frequency (CPUID, hypervisor leaf, or PIT calibration), and the local APIC
+//! Time: the TSC frequency (CPUID, hypervisor leaf, or calibration against the HPET, the ACPI
+//! PM timer or the PIT: `clocks`), and the local APIC
 //! timer (bring-up, calibration against the TSC, and a check of each mode).
 //!
 //! Waits poll the TSC with interrupts enabled rather than halting, so a timer that never fires
 //! ends in a timeout and a "failed" check instead of a hung machine.
 
+use alloc::string::String;
 use core::sync::atomic::Ordering::Relaxed;
 
 use baremark_hw::apic::{self, ApicError, ApicInfo, TimerMode};
-use baremark_hw::{cpu, pit};
+use baremark_hw::cpu;
 use raw_cpuid::CpuIdReaderNative;
 
+use crate::platform::acpi::Acpi;
+use crate::platform::clocks;
 use crate::platform::cpu::{CpuInfo, raw_cpuid_leaf};
 use crate::platform::interrupts::COUNTS;
 use crate::platform::interrupts::{SPURIOUS_VECTOR, TIMER_VECTOR};
-use crate::platform::tsc::{self, PitMeasurement, TscFrequency};
+use crate::platform::tsc::{self, TscFrequency};
 
 /// Everything learnt about the TSC.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct TscReport {
     /// The frequency the kernel uses, if any method worked.
     pub chosen: Option<TscFrequency>,
-    /// The PIT calibration, also when another method was chosen (a cross-check).
-    pub pit: Option<TscFrequency>,
+    /// Each reference clock's calibration, also those not chosen (cross-checks): `None` where
+    /// the ACPI tables name no such clock, `Err` with why it gave no usable rate.
+    pub hpet: Option<Result<TscFrequency, String>>,
+    pub pm_timer: Option<Result<TscFrequency, String>>,
+    pub pit: Result<TscFrequency, String>,
+    /// The first other source that gave a rate, and whether it agrees with the chosen one
+    /// within both uncertainties.
+    pub cross_check: Option<(TscFrequency, bool)>,
     /// CPUID 0x16 EAX: processor base frequency in MHz (a hint, not the TSC rate).
     pub base_mhz: Option<u32>,
-    /// The PIT did not answer.
-    pub pit_absent: bool,
 }
 
-/// PIT countdowns for calibration: 5 x 10 ms.
-const PIT_SAMPLES: usize = 5;
-const PIT_TICKS: u16 = 11_932;
-
-/// Finds the TSC frequency: hypervisor leaf, then CPUID 0x15/0x16, then PIT calibration.
-/// The PIT is measured in every case and reported beside the chosen value.
-pub fn tsc_frequency(cpu: &CpuInfo) -> TscReport {
+/// Finds the TSC frequency. In order of trust: the hypervisor leaf, CPUID 0x15 (with 0x16),
+/// then calibration against the HPET, the ACPI PM timer, the PIT (each checked for a plausible
+/// rate). Every reference clock present is measured, so the chosen value is cross-checked
+/// against a second source where there is one.
+pub fn tsc_frequency(cpu: &CpuInfo, acpi: Option<&Acpi>) -> TscReport {
     let reader = CpuIdReaderNative;
     let hypervisor = if cpu.features.hypervisor {
         let max = raw_cpuid_leaf(&reader, 0x4000_0000)[0];
@@ -55,38 +61,30 @@ pub fn tsc_frequency(cpu: &CpuInfo) -> TscReport {
     } else {
         None
     };
-
-    let mut measurements = [PitMeasurement {
-        pit_ticks: 0,
-        tsc_min: 0,
-        tsc_max: 0,
-    }; PIT_SAMPLES];
-    let mut taken = 0;
-    let mut pit_absent = false;
-    for slot in measurements.iter_mut() {
-        // 2^30 TSC ticks is 10 ms for a 100 GHz TSC and 2 s for a 500 MHz one: far beyond the
-        // countdown on any real clock, short enough when the PIT is missing.
-        match pit::measure(PIT_TICKS, 1 << 30) {
-            Some(s) => {
-                *slot = PitMeasurement {
-                    pit_ticks: u64::from(s.ticks),
-                    tsc_min: s.tsc_last_low - s.tsc_start,
-                    tsc_max: s.tsc_end - s.tsc_start,
-                };
-                taken += 1;
-            }
-            None => {
-                pit_absent = true;
-                break;
-            }
-        }
-    }
-    let pit = tsc::from_pit(&measurements[..taken]);
+    let hpet = acpi.and_then(|a| a.hpet.as_ref()).map(clocks::hpet);
+    let pm_timer = acpi
+        .and_then(|a| a.fadt.as_ref())
+        .and_then(|f| f.pm_timer.as_ref())
+        .map(clocks::pm_timer);
+    let pit = clocks::pit();
+    let measured: [Option<TscFrequency>; 3] = [
+        hpet.as_ref().and_then(|r| r.as_ref().ok().copied()),
+        pm_timer.as_ref().and_then(|r| r.as_ref().ok().copied()),
+        pit.as_ref().ok().copied(),
+    ];
+    let mut candidates = [hypervisor, from_cpuid]
+        .into_iter()
+        .chain(measured)
+        .flatten();
+    let chosen = candidates.next();
+    let cross_check = chosen.and_then(|c| candidates.next().map(|o| (o, tsc::agree(&c, &o))));
     TscReport {
-        chosen: hypervisor.or(from_cpuid).or(pit),
+        chosen,
+        hpet,
+        pm_timer,
         pit,
+        cross_check,
         base_mhz,
-        pit_absent,
     }
 }
 

@@ -1,10 +1,12 @@
 //! TSC frequency: from CPUID leaf 0x15 (with 0x16), from a hypervisor timing leaf, or measured
-//! against the 8254 PIT. Pure arithmetic, tested on the host; the kernel supplies the CPUID
-//! values and PIT measurements.
+//! against a reference clock: the HPET, the ACPI PM timer or the 8254 PIT. Pure arithmetic,
+//! tested on the host; the kernel supplies the CPUID values and the measurements.
 //!
 //! A calibration reports its uncertainty as a bound, not a standard deviation: the half-width
-//! of the polling window in which the PIT output changed, plus one PIT period for the start of
-//! the countdown, or the spread between repeated measurements if that is larger.
+//! of the window in which the reference's reading changed, plus one reference period for the
+//! start, or the spread between repeated measurements if that is larger. A result outside
+//! [`PLAUSIBLE_HZ`] is refused (a PIT that is gated off answers at once, and once gave
+//! 0.012 MHz): the next source is used.
 
 /// The PIT input clock, in Hz.
 pub const PIT_HZ: u64 = 1_193_182;
@@ -19,6 +21,10 @@ pub enum TscMethod {
     /// CPUID 0x15 ratio without a crystal frequency; the base frequency of CPUID 0x16 is the
     /// TSC frequency (as Linux derives it).
     Cpuid15hWith16h,
+    /// Counted against the HPET's main counter (ACPI HPET table).
+    HpetCalibration,
+    /// Counted against the ACPI PM timer (FADT `PM_TMR_BLK`).
+    PmTimerCalibration,
     /// Counted against the PIT.
     PitCalibration,
 }
@@ -29,6 +35,8 @@ impl TscMethod {
             TscMethod::HypervisorLeaf => "hypervisor-leaf",
             TscMethod::Cpuid15h => "cpuid-15h",
             TscMethod::Cpuid15hWith16h => "cpuid-15h+16h",
+            TscMethod::HpetCalibration => "hpet-calibration",
+            TscMethod::PmTimerCalibration => "pm-timer-calibration",
             TscMethod::PitCalibration => "pit-calibration",
         }
     }
@@ -91,35 +99,49 @@ pub fn from_hypervisor_leaf(max_leaf: u32, tsc_khz: u32) -> Option<TscFrequency>
     })
 }
 
-/// One PIT countdown timed with the TSC.
+/// TSC rates a calibration may give: a TSC outside them (a reference clock that is absent,
+/// gated off, or counts at another rate than it should) gives a result that is refused.
+pub const PLAUSIBLE_HZ: core::ops::RangeInclusive<u64> = 50_000_000..=20_000_000_000;
+
+/// One interval of a reference clock timed with the TSC.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct PitMeasurement {
-    /// PIT periods counted.
-    pub pit_ticks: u64,
-    /// TSC ticks from the start to the last poll that saw the output low (lower bound).
+pub struct RefMeasurement {
+    /// Reference periods counted.
+    pub ref_ticks: u64,
+    /// TSC ticks that surely passed (lower bound).
     pub tsc_min: u64,
-    /// TSC ticks from the start to the poll that saw it high (upper bound).
+    /// TSC ticks that at most passed (upper bound).
     pub tsc_max: u64,
 }
 
-/// Combines PIT measurements: the median frequency, with the larger of the per-measurement
-/// error bound and the spread between measurements as the uncertainty.
-pub fn from_pit(measurements: &[PitMeasurement]) -> Option<TscFrequency> {
+/// Combines PIT measurements (see [`from_reference`]).
+pub fn from_pit(measurements: &[RefMeasurement]) -> Option<TscFrequency> {
+    from_reference(TscMethod::PitCalibration, PIT_HZ, measurements)
+}
+
+/// Combines measurements against a reference clock of `ref_hz`: the median frequency, with
+/// the larger of the per-measurement error bound and the spread between measurements as the
+/// uncertainty. `None` without a usable measurement.
+pub fn from_reference(
+    method: TscMethod,
+    ref_hz: u64,
+    measurements: &[RefMeasurement],
+) -> Option<TscFrequency> {
     const MAX: usize = 16;
     let mut freqs = [0u64; MAX];
     let mut n = 0;
     let mut worst_error = 0u64;
     for m in measurements.iter().take(MAX) {
-        if m.pit_ticks == 0 || m.tsc_max == 0 || m.tsc_min > m.tsc_max {
+        if m.ref_ticks == 0 || m.tsc_max == 0 || m.tsc_min > m.tsc_max || ref_hz == 0 {
             continue;
         }
         let scale =
-            |tsc: u64| (u128::from(tsc) * u128::from(PIT_HZ) / u128::from(m.pit_ticks)) as u64;
+            |tsc: u64| (u128::from(tsc) * u128::from(ref_hz) / u128::from(m.ref_ticks)) as u64;
         let mid = m.tsc_min / 2 + m.tsc_max / 2;
-        let tsc_per_pit_tick = m.tsc_max / m.pit_ticks;
+        let tsc_per_ref_tick = m.tsc_max / m.ref_ticks;
         freqs[n] = scale(mid);
         n += 1;
-        worst_error = worst_error.max(scale((m.tsc_max - m.tsc_min) / 2 + tsc_per_pit_tick));
+        worst_error = worst_error.max(scale((m.tsc_max - m.tsc_min) / 2 + tsc_per_ref_tick));
     }
     if n == 0 {
         return None;
@@ -134,10 +156,39 @@ pub fn from_pit(measurements: &[PitMeasurement]) -> Option<TscFrequency> {
     let spread = freqs.iter().map(|&f| f.abs_diff(median)).max().unwrap_or(0);
     Some(TscFrequency {
         hz: median,
-        method: TscMethod::PitCalibration,
+        method,
         uncertainty_hz: Some(worst_error.max(spread)),
         samples: n as u32,
     })
+}
+
+/// Refuses a calibration outside [`PLAUSIBLE_HZ`], or one whose uncertainty is larger than the
+/// rate itself (it says nothing), saying why. A large uncertainty alone is kept and reported:
+/// under emulation without `-icount` every reference clock is that noisy.
+pub fn plausible(f: &TscFrequency) -> Result<(), alloc::string::String> {
+    if !PLAUSIBLE_HZ.contains(&f.hz) {
+        return Err(alloc::format!(
+            "{} is not a plausible TSC rate ({} to {})",
+            Mhz(f.hz),
+            Mhz(*PLAUSIBLE_HZ.start()),
+            Mhz(*PLAUSIBLE_HZ.end())
+        ));
+    }
+    if f.uncertainty_hz.is_some_and(|u| u > f.hz) {
+        return Err(alloc::format!(
+            "{} +/- {} ppm: the measurements disagree too much",
+            Mhz(f.hz),
+            f.uncertainty_ppm().unwrap_or(0)
+        ));
+    }
+    Ok(())
+}
+
+/// Whether two results agree within their uncertainties (an exact value has none; 0.1% is
+/// allowed on top for a CPUID value rounded to MHz).
+pub fn agree(a: &TscFrequency, b: &TscFrequency) -> bool {
+    let slack = a.hz.max(b.hz) / 1000;
+    a.hz.abs_diff(b.hz) <= a.uncertainty_hz.unwrap_or(0) + b.uncertainty_hz.unwrap_or(0) + slack
 }
 
 /// Formats Hz as MHz with three decimals, e.g. `2994.123 MHz`.
@@ -189,8 +240,8 @@ mod tests {
         let exact = 3_000_000_000u64;
         let ticks = 11_932u64;
         let tsc = (u128::from(exact) * u128::from(ticks) / u128::from(PIT_HZ)) as u64;
-        let m = |jitter: u64| PitMeasurement {
-            pit_ticks: ticks,
+        let m = |jitter: u64| RefMeasurement {
+            ref_ticks: ticks,
             tsc_min: tsc - 3000 + jitter,
             tsc_max: tsc + jitter,
         };
@@ -210,8 +261,8 @@ mod tests {
 
     #[test]
     fn pit_spread_dominates_when_measurements_disagree() {
-        let m = |tsc: u64| PitMeasurement {
-            pit_ticks: 11_932,
+        let m = |tsc: u64| RefMeasurement {
+            ref_ticks: 11_932,
             tsc_min: tsc - 10,
             tsc_max: tsc,
         };
@@ -224,21 +275,64 @@ mod tests {
     fn pit_rejects_nonsense() {
         assert_eq!(from_pit(&[]), None);
         assert_eq!(
-            from_pit(&[PitMeasurement {
-                pit_ticks: 0,
+            from_pit(&[RefMeasurement {
+                ref_ticks: 0,
                 tsc_min: 1,
                 tsc_max: 2
             }]),
             None
         );
         assert_eq!(
-            from_pit(&[PitMeasurement {
-                pit_ticks: 10,
+            from_pit(&[RefMeasurement {
+                ref_ticks: 10,
                 tsc_min: 5,
                 tsc_max: 2
             }]),
             None
         );
+    }
+
+    #[test]
+    fn implausible_rates_are_refused_and_sources_compared() {
+        // pit=off under QEMU: the PIT "answers" at once, and the rate is absurd.
+        let m = RefMeasurement {
+            ref_ticks: 11_932,
+            tsc_min: 90,
+            tsc_max: 110,
+        };
+        let gated = from_pit(&[m]).unwrap();
+        assert!(
+            plausible(&gated)
+                .unwrap_err()
+                .contains("not a plausible TSC rate")
+        );
+        // The PM timer: 35795 ticks (10 ms) of a 1 GHz TSC, as under -icount shift=0.
+        let pm = RefMeasurement {
+            ref_ticks: 35_795,
+            tsc_min: 9_999_900,
+            tsc_max: 10_000_200,
+        };
+        let f = from_reference(TscMethod::PmTimerCalibration, 3_579_545, &[pm]).unwrap();
+        assert!(plausible(&f).is_ok());
+        assert_eq!(f.method.name(), "pm-timer-calibration");
+        assert!(f.hz.abs_diff(1_000_000_000) < 1_000_000, "{}", f.hz);
+        let exact = TscFrequency {
+            hz: 1_000_000_000,
+            method: TscMethod::Cpuid15h,
+            uncertainty_hz: None,
+            samples: 0,
+        };
+        assert!(agree(&f, &exact));
+        let off = TscFrequency {
+            hz: 1_100_000_000,
+            ..exact
+        };
+        assert!(!agree(&f, &off));
+        let noisy = TscFrequency {
+            uncertainty_hz: Some(1_000_000_001),
+            ..exact
+        };
+        assert!(plausible(&noisy).unwrap_err().contains("disagree too much"));
     }
 
     #[test]
