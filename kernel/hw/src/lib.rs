@@ -20,6 +20,7 @@
 //! | `user`    | ring 3: user address spaces, `run` (enter ring 3, come back on SYSCALL or |
 //! |           | trap), the SYSCALL entry                                                  |
 //! | `syscall` | the SYSCALL MSRs (EFER.SCE, STAR, LSTAR, SFMASK)                          |
+//! | `drain`   | bounded sends to a device that may stop draining (pure; host-tested)     |
 //! | `frames`  | physical frame allocator over the memory map (pure; host-tested)          |
 //! | `heap`    | the kernel heap (linked_list_allocator)                                   |
 //! | `apic`    | the local APIC, x2APIC or xAPIC                                           |
@@ -43,6 +44,7 @@
 #[cfg(target_os = "none")]
 extern crate alloc;
 
+pub mod drain;
 pub mod frames;
 pub mod layout;
 

@@ -48,10 +48,10 @@ pub(super) fn report_boot(
             .str("firmware", firmware)
             .str(
                 "serial",
-                if facts.serial == SerialStatus::Ready {
-                    "ready"
-                } else {
-                    "absent"
+                match facts.serial {
+                    SerialStatus::Ready => "ready",
+                    SerialStatus::Absent => "absent",
+                    SerialStatus::Stalled => "stalled",
                 },
             )
             .u64("tsc_at_entry", tsc_at_entry)

@@ -29,6 +29,9 @@ static KEEP: AtomicBool = AtomicBool::new(true);
 /// Stream bytes that found the pending buffer full (or locked by interrupted code).
 static DROPPED: AtomicU64 = AtomicU64::new(0);
 
+/// Whether the screen was told that the serial port stalled.
+static STALL_SHOWN: AtomicBool = AtomicBool::new(false);
+
 /// Sends one line (adds the line ending) to the serial port under its lock, and keeps it.
 pub fn line(bytes: &[u8]) {
     serial::with_lock(|send| {
@@ -37,6 +40,18 @@ pub fn line(bytes: &[u8]) {
         keep(bytes);
         keep(b"\r\n");
     });
+    note_stall();
+}
+
+/// The first time the serial port is found given up (a UART that stopped draining), says so
+/// on the screen: the stream goes on there and into the results file.
+fn note_stall() {
+    if serial::stalled().is_some() && !STALL_SHOWN.swap(true, Relaxed) {
+        screen::text(
+            b"serial COM1 stopped taking bytes within a bounded wait: given up; the report goes \
+              on here and into the results file",
+        );
+    }
 }
 
 /// Sends bytes from a fault or panic path: the serial lock is not waited for (the interrupted
@@ -44,6 +59,7 @@ pub fn line(bytes: &[u8]) {
 pub fn fatal(bytes: &[u8]) {
     serial::write_fatal(bytes);
     keep(bytes);
+    note_stall();
 }
 
 /// A human-readable line (no line ending) for the screen, which queues it.

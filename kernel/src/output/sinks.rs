@@ -247,5 +247,6 @@ fn report_outputs() {
             .opt_u64("results_file_bytes", written)
             .opt_str("results_file_state", state)
             .u64("dropped_bytes", fanout::dropped() + file_dropped)
+            .opt_u64("serial_dropped_bytes", baremark_hw::serial::stalled())
     });
 }
