@@ -120,7 +120,12 @@ fn assert_successful_report(outcome: &RunOutcome, firmware: &str) {
     let hz = tsc.u64("hz").expect("TSC frequency");
     assert!(hz > 100_000_000, "TSC {hz} Hz");
     // TCG has no CPUID frequency leaf; q35 has an HPET, which comes first of the clocks.
-    assert_eq!(tsc.str("method"), Some("hpet-calibration"), "{:?}", tsc.value);
+    assert_eq!(
+        tsc.str("method"),
+        Some("hpet-calibration"),
+        "{:?}",
+        tsc.value
+    );
     assert!(tsc.u64("uncertainty_hz").is_some() && tsc.u64("samples") == Some(3));
     let acpi = expect_record(outcome, "acpi");
     assert!(

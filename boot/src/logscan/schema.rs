@@ -127,6 +127,7 @@ const FIELDS: &[(&str, &[&str])] = &[
             "core_type",
             "perf_capabilities",
             "cpuid_23h",
+            "limited",
             "hypervisor",
             "pmi_vector",
             "cpuid_0a",

@@ -10,6 +10,7 @@
 //! | `serial`  | COM1 (16550 UART) output, with a lock-free path for fatal reports         |
 //! | `port`    | raw port I/O (crate-private) and the QEMU isa-debug-exit device           |
 //! | `msr`     | **every** RDMSR/WRMSR of the kernel, all #GP-safe                         |
+//! | `msr_allow` | the write allow-list: the counters discovery found (pure; host-tested)  |
 //! | `cpu`     | control registers, CPU protections (NX/SMEP/SMAP/UMIP), TSC, halting      |
 //! | `firmware`| firmware memory (ACPI tables) read-only, checked against RAM in use       |
 //! | `fpu`     | x87/SSE/AVX for ring 3: enabled at boot, switched between tasks lazily    |
@@ -47,6 +48,7 @@ extern crate alloc;
 pub mod drain;
 pub mod frames;
 pub mod layout;
+pub mod msr_allow;
 
 #[cfg(target_os = "none")]
 pub mod apic;

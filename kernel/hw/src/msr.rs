@@ -16,6 +16,9 @@
 
 use core::arch::global_asm;
 
+pub use crate::msr_allow::PmuLimits;
+use crate::msr_allow::writable;
+
 /// Addresses of the MSRs the kernel uses outside the PMU drivers.
 pub mod addr {
     pub const IA32_TSC: u32 = 0x10;
@@ -246,31 +249,22 @@ pub fn read(msr: u32) -> Result<u64, MsrError> {
     }
 }
 
+/// The counters writes may reach: every known one until [`set_pmu_limits`].
+static LIMITS: spin::RwLock<PmuLimits> = spin::RwLock::new(PmuLimits::ALL_KNOWN);
+
+/// Narrows the allow-list to the counters the PMU discovery found (called once at boot, before
+/// a backend writes anything).
+pub fn set_pmu_limits(limits: PmuLimits) {
+    *LIMITS.write() = limits;
+}
+
 /// Whether the kernel crate may write `msr` through [`write`]: MSRs whose value cannot break
-/// memory safety or the kernel's setup. Counters and their controls, the TSC, the TSC
-/// deadline, and the offcore-response / load-latency / frontend companions of events (filters
-/// of what an event counts; without PEBS enabled and a DS area they make the CPU write nothing).
-/// Not included: anything that makes the CPU write memory (DS area, PEBS, BTS via DEBUGCTL),
-/// EFER, the APIC base, the syscall MSRs, segment bases.
-pub const fn is_writable_by_kernel(msr: u32) -> bool {
-    matches!(msr,
-        addr::IA32_TSC
-        | addr::IA32_TSC_DEADLINE
-        // Intel: legacy counter aliases, event selects, fixed counters and their control,
-        // global control/status/overflow-clear/status-set/in-use, full-width aliases,
-        // offcore response (0x1a6, 0x1a7), load latency (0x3f6) and frontend (0x3f7)
-        // companions.
-        | 0xc1..=0xc8
-        | 0x186..=0x18d
-        | 0x309..=0x30c
-        | 0x38d..=0x392
-        | 0x4c1..=0x4c8
-        | 0x1a6..=0x1a7
-        | 0x3f6..=0x3f7
-        // AMD: legacy counters and controls, extended core counters, PerfMonV2 global set.
-        | 0xc001_0000..=0xc001_0007
-        | 0xc001_0200..=0xc001_020b
-        | 0xc000_0300..=0xc000_0303)
+/// memory safety or the kernel's setup (`msr_allow::writable`): the counters and controls the
+/// PMU discovery found, the TSC, the TSC deadline, the companions of events. Not included:
+/// anything that makes the CPU write memory (DS area, PEBS, BTS via DEBUGCTL), EFER, the APIC
+/// base, the syscall MSRs, segment bases.
+pub fn is_writable_by_kernel(msr: u32) -> bool {
+    writable(msr, &LIMITS.read())
 }
 
 /// Writes an MSR the kernel crate is allowed to write (see [`is_writable_by_kernel`]).

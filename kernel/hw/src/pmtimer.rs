@@ -18,7 +18,9 @@ impl PmTimer {
     /// (0x100 and up) are taken: a PM timer block is always in the chipset's ACPI I/O space, and
     /// a port below that would be a legacy device that reads may disturb.
     pub fn new(port: u16, wide: bool) -> Option<PmTimer> {
-        (0x100..=0xfffc).contains(&port).then_some(PmTimer { port, wide })
+        (0x100..=0xfffc)
+            .contains(&port)
+            .then_some(PmTimer { port, wide })
     }
 
     /// The counter's value (the low 24 bits only, for a 24-bit timer).

@@ -565,6 +565,7 @@ pub(super) fn report_pmu(cpu: &CpuInfo) {
             .opt_str("core_type", caps.core_type.map(|c| c.perfmon_name()))
             .opt_u64("perf_capabilities", d.perf_capabilities)
             .bool("cpuid_23h", d.used_leaf_23)
+            .opt_str("limited", d.limited.as_deref())
             .u64(
                 "pmi_vector",
                 u64::from(crate::platform::interrupts::PMI_VECTOR),

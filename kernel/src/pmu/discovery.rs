@@ -57,6 +57,8 @@ pub struct Discovery {
     pub amd_perfmon_v2: Option<u8>,
     /// The MSR probes, in order.
     pub probes: Vec<Probe>,
+    /// CPUID reported more counters than the kernel drives: what it reported and what is used.
+    pub limited: Option<String>,
 }
 
 /// Runs discovery. `cpu` is the CPU model (from CPUID 1), `max_leaf` / `max_ext_leaf` the
@@ -95,6 +97,7 @@ fn tsc_only(
         amd_perfctr_core: false,
         amd_perfmon_v2: None,
         probes,
+        limited: None,
     }
 }
 
@@ -157,6 +160,16 @@ fn discover_intel(
             used_leaf_23 = true;
         }
     }
+    // More counters than the kernel drives: the ones it knows are used, the rest left alone.
+    let reported = (caps.gp_counters, caps.fixed_mask);
+    caps.gp_counters = caps.gp_counters.min(regs::intel::GP_MAX);
+    caps.fixed_mask &= regs::intel::FIXED_SUPPORTED;
+    let limited = (reported != (caps.gp_counters, caps.fixed_mask)).then(|| {
+        format!(
+            "CPUID reports {} GP counters and fixed mask {:#x}; the kernel drives {} GP and fixed mask {:#x} (the rest are not used)",
+            reported.0, reported.1, caps.gp_counters, caps.fixed_mask
+        )
+    });
     // Hybrid parts: CPUID.7.0:EDX[15], core type in CPUID 0x1A EAX[31:24].
     if max_leaf >= 0x1a && cpuid(7, 0)[3] & (1 << 15) != 0 {
         caps.core_type = CoreType::from_cpuid((cpuid(0x1a, 0)[0] >> 24) as u8);
@@ -211,7 +224,7 @@ fn discover_intel(
         );
     }
     let reason = format!(
-        "CPUID.0AH: architectural PMU v{}, {} GP x {} bits, fixed mask {:#x} x {} bits{}; full-width writes {}",
+        "CPUID.0AH: architectural PMU v{}, {} GP x {} bits, fixed mask {:#x} x {} bits{}; full-width writes {}{}",
         leaf_0a[0] & 0xff,
         caps.gp_counters,
         caps.gp_width,
@@ -226,7 +239,11 @@ fn discover_intel(
             "yes"
         } else {
             "no (PERF_CAPABILITIES.FW_WRITE clear or absent)"
-        }
+        },
+        limited
+            .as_ref()
+            .map(|l| format!("; {l}"))
+            .unwrap_or_default()
     );
     Discovery {
         caps,
@@ -238,6 +255,7 @@ fn discover_intel(
         amd_perfctr_core: false,
         amd_perfmon_v2: None,
         probes,
+        limited,
     }
 }
 
@@ -254,7 +272,15 @@ fn discover_amd(
     } else {
         None
     };
-    let caps = PmuCaps::amd(perfctr_core, perfmon_v2, cpu);
+    let mut caps = PmuCaps::amd(perfctr_core, perfmon_v2, cpu);
+    let reported = caps.gp_counters;
+    caps.gp_counters = caps.gp_counters.min(regs::amd::CORE_MAX);
+    let limited = (reported != caps.gp_counters).then(|| {
+        format!(
+            "CPUID reports {reported} core counters; the kernel drives {} (the rest are not used)",
+            caps.gp_counters
+        )
+    });
     let (ctl0, ctr0) = if caps.kind == PmuKind::AmdLegacy {
         (regs::amd::PERF_CTL0, regs::amd::PERF_CTR0)
     } else {
@@ -268,13 +294,22 @@ fn discover_amd(
     let mut d = Discovery {
         caps,
         choice: BackendChoice::Amd,
-        reason: format!("{}: {} counters x 48 bits", caps.kind, caps.gp_counters),
+        reason: format!(
+            "{}: {} counters x 48 bits{}",
+            caps.kind,
+            caps.gp_counters,
+            limited
+                .as_ref()
+                .map(|l| format!("; {l}"))
+                .unwrap_or_default()
+        ),
         leaf_0a: [0; 4],
         perf_capabilities: None,
         used_leaf_23: false,
         amd_perfctr_core: perfctr_core,
         amd_perfmon_v2: perfmon_v2,
         probes,
+        limited,
     };
     // AMD's legacy counters have no CPUID bit at all, and an emulator without a PMU (QEMU's TCG)
     // reads unknown MSRs as 0 and drops writes instead of faulting. So the counter must hold a
@@ -372,6 +407,61 @@ mod tests {
         assert!(
             rec.log.contains(&Access::Read(0x4c1)),
             "full-width alias probed"
+        );
+    }
+
+    #[test]
+    fn more_counters_than_the_kernel_drives_are_used_as_far_as_it_does_never_refused_whole() {
+        // A CPU whose CPUID reports 10 GP counters and fixed counters 0-6 (v5, ECX bitmap).
+        let big = |leaf: u32, sub: u32| match leaf {
+            0x0a => [0x0830_0a05, 0, 0x7f, 0x0000_0607],
+            _ => skylake_cpuid(leaf, sub),
+        };
+        let mut m = msrs(&INTEL_MSRS);
+        m.0.insert(0x345, regs::intel::CAP_FW_WRITE);
+        let d = discover(&big, &mut m, skl());
+        assert_eq!(d.choice, BackendChoice::IntelArch, "{}", d.reason);
+        assert_eq!((d.caps.gp_counters, d.caps.fixed_mask), (8, 0b1111));
+        let limited = d.limited.as_deref().unwrap();
+        assert!(
+            limited.contains("10 GP counters and fixed mask 0x7f")
+                && limited.contains("drives 8 GP and fixed mask 0xf"),
+            "{limited}"
+        );
+        assert!(d.reason.contains(limited));
+        // The backend resets exactly the counters the kernel drives: every MSR it writes is one
+        // of the architectural ranges (which the MSR door allows), none past them.
+        let mut rec = RecordingMsr::new(m);
+        let mut pmu = crate::pmu::intel::IntelArchPmu::new(d.caps);
+        crate::pmu::backend::PmuBackend::reset(&mut pmu, &mut rec).unwrap();
+        for w in rec.writes() {
+            assert!(
+                (0xc1..=0xc8).contains(&w.0)
+                    || (0x186..=0x18d).contains(&w.0)
+                    || (0x4c1..=0x4c8).contains(&w.0)
+                    || (0x309..=0x30c).contains(&w.0)
+                    || (0x38d..=0x392).contains(&w.0),
+                "{:#x}",
+                w.0
+            );
+        }
+        // An AMD PerfMonV2 part reporting 15 core counters gets the six the kernel drives.
+        let amd = |leaf: u32, _: u32| match leaf {
+            0 => [0x10, 0, 0, 0],
+            0x8000_0000 => [0x8000_0022, 0, 0, 0],
+            0x8000_0001 => [0, 0, 1 << 23, 0],
+            0x8000_0022 => [1, 15, 0, 0],
+            _ => [0; 4],
+        };
+        let mut a = msrs(&[0xc001_0200, 0xc001_0201, 0xc000_0301, 0xc000_0300]);
+        let d = discover(&amd, &mut a, Some(CpuModel::new(Vendor::Amd, 0x19, 0x11)));
+        assert_eq!(d.choice, BackendChoice::Amd, "{}", d.reason);
+        assert_eq!(d.caps.gp_counters, 6);
+        assert!(
+            d.reason
+                .contains("CPUID reports 15 core counters; the kernel drives 6"),
+            "{}",
+            d.reason
         );
     }
 

@@ -51,15 +51,37 @@ impl Msr for HwMsr {
 // The batched doors' limit is the switch plans' (a plan's lists are made with it).
 const _: () = assert!(hwmsr::BATCH_MAX == crate::pmu::switch::LIST_MAX);
 
-// The extra MSRs the harness plans events with are ones the MSR door lets the kernel write.
-const _: () = {
-    let msrs = crate::pmu::regs::EXTRA_MSRS;
-    let mut i = 0;
-    while i < msrs.len() {
-        assert!(hwmsr::is_writable_by_kernel(msrs[i].0));
-        i += 1;
+// The kernel drives no more counters than the MSR door lets it write.
+const _: () = assert!(crate::pmu::regs::intel::GP_MAX == baremark_hw::msr_allow::INTEL_GP_MAX);
+const _: () =
+    assert!(crate::pmu::regs::intel::FIXED_SUPPORTED == baremark_hw::msr_allow::INTEL_FIXED_MAX);
+const _: () = assert!(crate::pmu::regs::amd::CORE_MAX == baremark_hw::msr_allow::AMD_CORE_MAX);
+
+/// The MSR door's limits for what discovery found.
+fn limits_of(d: &Discovery) -> hwmsr::PmuLimits {
+    let caps = &d.caps;
+    match (d.choice, caps.kind) {
+        (BackendChoice::IntelArch, _) => hwmsr::PmuLimits {
+            intel_gp: caps.gp_counters,
+            intel_fixed: caps.fixed_mask,
+            intel_global: caps.intel_version().is_some_and(|v| v >= 2),
+            ..hwmsr::PmuLimits::NONE
+        },
+        (BackendChoice::Amd, events::pmu::PmuKind::AmdLegacy) => hwmsr::PmuLimits {
+            amd_legacy: caps.gp_counters,
+            ..hwmsr::PmuLimits::NONE
+        },
+        // The K7 PERF_CTL0-3 / PERF_CTR0-3 alias the first four core counters (the selftest
+        // checks that they do).
+        (BackendChoice::Amd, kind) => hwmsr::PmuLimits {
+            amd_legacy: caps.gp_counters.min(4),
+            amd_core: caps.gp_counters,
+            amd_global: kind == events::pmu::PmuKind::AmdPerfMonV2,
+            ..hwmsr::PmuLimits::NONE
+        },
+        (BackendChoice::TscOnly, _) => hwmsr::PmuLimits::NONE,
     }
-};
+}
 
 impl BatchMsr for HwMsr {
     type List = hwmsr::WriteList;
@@ -126,6 +148,8 @@ pub fn init(cpu: &CpuInfo) -> Discovery {
         BackendChoice::Amd => Box::new(AmdPmu::new(d.caps)),
         BackendChoice::TscOnly => Box::new(TscOnlyPmu::new(vendor.unwrap_or(Vendor::Intel), model)),
     };
+    // The MSR door lets writes reach the counters found, no others (before the reset writes).
+    hwmsr::set_pmu_limits(limits_of(&d));
     if let Err(e) = backend.reset(&mut msr) {
         d.reason = alloc::format!(
             "{}; but resetting the counters failed ({e}): falling back to the TSC",
@@ -134,6 +158,7 @@ pub fn init(cpu: &CpuInfo) -> Discovery {
         d.choice = BackendChoice::TscOnly;
         d.caps = events::pmu::PmuCaps::tsc_only(vendor.unwrap_or(Vendor::Intel), model);
         backend = Box::new(TscOnlyPmu::new(vendor.unwrap_or(Vendor::Intel), model));
+        hwmsr::set_pmu_limits(hwmsr::PmuLimits::NONE);
     }
     // The PMI stays masked without counters; otherwise it is armed on its vector (counters only
     // interrupt when a period was armed with INT).

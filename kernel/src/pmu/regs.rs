@@ -4,6 +4,12 @@
 
 /// Intel.
 pub mod intel {
+    /// The most GP counters the kernel drives: IA32_PMC0-7 and IA32_PERFEVTSEL0-7 (more, on
+    /// architectural PMU v6 at 0x1900 + 4n, are reported and left alone). The MSR door's
+    /// allow-list (`baremark_hw::msr_allow`) has the same bound.
+    pub const GP_MAX: u8 = 8;
+    /// The fixed counters the kernel drives: 0-3 (0x309-0x30C).
+    pub const FIXED_SUPPORTED: u32 = 0b1111;
     /// IA32_PMCx, legacy alias: a write keeps bits 31:0 and sign-extends them.
     pub const PMC0: u32 = 0xc1;
     /// IA32_A_PMCx, full-width alias (only with PERF_CAPABILITIES.FW_WRITE).
@@ -36,6 +42,9 @@ pub mod intel {
 
 /// AMD.
 pub mod amd {
+    /// The most core counter pairs the kernel drives (PerfCtrExtCore's six; PerfMonV2 may
+    /// report up to 15).
+    pub const CORE_MAX: u8 = 6;
     /// Legacy PERF_CTL0-3 and PERF_CTR0-3.
     pub const PERF_CTL0: u32 = 0xc001_0000;
     pub const PERF_CTR0: u32 = 0xc001_0004;

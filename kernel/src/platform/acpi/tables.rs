@@ -254,7 +254,8 @@ pub fn mcfg(t: &[u8], problems: &mut Vec<String>) -> Result<Vec<McfgEntry>, Stri
             bus_start: f(10, 1) as u8,
             bus_end: f(11, 1) as u8,
         };
-        if entry.base == 0 || entry.bus_end < entry.bus_start || !entry.base.is_multiple_of(1 << 20) {
+        if entry.base == 0 || entry.bus_end < entry.bus_start || !entry.base.is_multiple_of(1 << 20)
+        {
             problems.push(format!(
                 "MCFG: segment {} buses {}..={} at {:#x} is not a valid window: ignored",
                 entry.segment, entry.bus_start, entry.bus_end, entry.base
