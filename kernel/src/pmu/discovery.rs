@@ -61,6 +61,16 @@ pub struct Discovery {
     pub limited: Option<String>,
 }
 
+/// The CPU model event tables are keyed by, from CPUID 1: with the stepping, so Intel's tables
+/// split by stepping (`GenuineIntel-6-55-[01234]` Skylake-SP, `-[5-F]` Cascade Lake and Cooper
+/// Lake) match; a table without one matches every stepping.
+pub fn cpu_model(vendor: Vendor, family: u8, model: u8, stepping: u8) -> CpuModel {
+    CpuModel {
+        stepping: Some(u32::from(stepping)),
+        ..CpuModel::new(vendor, u32::from(family), u32::from(model))
+    }
+}
+
 /// Runs discovery. `cpu` is the CPU model (from CPUID 1), `max_leaf` / `max_ext_leaf` the
 /// highest CPUID leaves.
 pub fn discover(cpuid: Cpuid<'_>, msr: &mut dyn Msr, cpu: Option<CpuModel>) -> Discovery {

@@ -11,7 +11,7 @@ use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use alloc::boxed::Box;
 use baremark_hw::apic::{self, PmiDelivery};
 use baremark_hw::msr as hwmsr;
-use events::cpu::{CpuModel, Vendor};
+use events::cpu::Vendor;
 use raw_cpuid::CpuIdReaderNative;
 use spin::Mutex;
 
@@ -138,7 +138,7 @@ pub fn set_pmi_hook(hook: PmiHook) {
 /// Discovers the PMU, puts the chosen backend in a known state, and programs LVTPC.
 pub fn init(cpu: &CpuInfo) -> Discovery {
     let vendor = Vendor::from_cpuid_name(cpu.vendor.as_str());
-    let model = vendor.map(|v| CpuModel::new(v, u32::from(cpu.family), u32::from(cpu.model)));
+    let model = vendor.map(|v| discovery::cpu_model(v, cpu.family, cpu.model, cpu.stepping));
     let reader = CpuIdReaderNative;
     let cpuid = |leaf: u32, sub: u32| raw_cpuid_subleaf(&reader, leaf, sub);
     let mut msr = HwMsr;

@@ -810,3 +810,30 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn the_kernels_cpu_model_carries_the_stepping_so_stepping_tables_match() {
+    // Intel's mapfile splits model 0x55 by stepping: Skylake-SP 0-4, Cascade Lake 5-F. The
+    // host packs one table per stepping; the kernel used to key its CPU without the stepping,
+    // and no such table ever matched.
+    let skylake =
+        skx_table().with_target(Some(CpuModel::parse("GenuineIntel-6-55-4").unwrap()), None);
+    let clx = skx_table().with_target(Some(CpuModel::parse("GenuineIntel-6-55-7").unwrap()), None);
+    let at = |stepping| PmuCaps {
+        cpu: Some(crate::pmu::discovery::cpu_model(
+            Vendor::Intel,
+            6,
+            0x55,
+            stepping,
+        )),
+        ..skx()
+    };
+    assert!(table_matches(&skylake, &at(4)) && !table_matches(&clx, &at(4)));
+    assert!(table_matches(&clx, &at(7)) && !table_matches(&skylake, &at(7)));
+    let unstepped =
+        skx_table().with_target(Some(CpuModel::parse("GenuineIntel-6-55").unwrap()), None);
+    assert!(
+        table_matches(&unstepped, &at(4)),
+        "a table without a stepping matches them all"
+    );
+}
