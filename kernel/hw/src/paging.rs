@@ -31,6 +31,8 @@ pub struct FrameStats {
     pub usable_bytes: u64,
     pub usable_regions: usize,
     pub dropped_regions: usize,
+    /// Usable bytes in the regions given up past the allocator's limit.
+    pub dropped_bytes: u64,
     /// Frames in use (handed out, not freed).
     pub allocated_frames: u64,
     /// The most frames in use at once.
@@ -109,6 +111,7 @@ pub fn frame_stats() -> FrameStats {
             usable_bytes: f.usable_bytes(),
             usable_regions: f.regions().len(),
             dropped_regions: f.dropped_regions(),
+            dropped_bytes: f.dropped_bytes(),
             allocated_frames: f.allocated_frames(),
             peak_frames: f.peak_frames(),
             free_frames: f.free_frames(),

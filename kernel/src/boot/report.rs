@@ -60,6 +60,7 @@ pub(super) fn report_boot(
                     .u64("map_entries", facts.memory_regions as u64)
                     .u64("usable_regions", facts.frames.usable_regions as u64)
                     .u64("dropped_regions", facts.frames.dropped_regions as u64)
+                    .u64("dropped_bytes", facts.frames.dropped_bytes)
                     .u64("frames_used", facts.frames.allocated_frames)
                     .opt_u64("heap_bytes", heap)
                     .hex("physical_memory_offset", facts.physical_memory_offset)
@@ -119,6 +120,20 @@ pub(super) fn report_boot(
         record("error", |r| {
             r.str("source", "heap")
                 .fmt("message", format_args!("heap not mapped: {e:?}"))
+        });
+    }
+    if facts.frames.dropped_regions > 0 {
+        record("error", |r| {
+            r.str("source", "memory").fmt(
+                "message",
+                format_args!(
+                    "the memory map has more than {} separate usable regions: the {} smallest \
+                     ({} KiB) are not used",
+                    baremark_hw::frames::MAX_REGIONS,
+                    facts.frames.dropped_regions,
+                    facts.frames.dropped_bytes >> 10
+                ),
+            )
         });
     }
 }
