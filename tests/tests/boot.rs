@@ -9,11 +9,12 @@ use baremark::records::SCHEMA_VERSION;
 use baremark::session::RunOutcome;
 use baremark_tests::{boot, expect_record, expect_success, hex};
 
-const REPORT_TYPES: [&str; 10] = [
+const REPORT_TYPES: [&str; 11] = [
     "boot",
     "screen",
     "cpu",
     "checks",
+    "acpi",
     "tsc",
     "apic",
     "pmu",
