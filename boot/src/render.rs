@@ -292,6 +292,28 @@ pub fn record_lines(r: &Record, vendor: Option<Vendor>) -> Option<String> {
                 unused.concat()
             )
         }
+        "usb_handoff" => {
+            let results: Vec<&str> = r
+                .get("results")
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .collect();
+            if results.is_empty() {
+                format!(
+                    "{}no USB controller to take from the firmware",
+                    label("usb")
+                )
+            } else {
+                results
+                    .iter()
+                    .enumerate()
+                    .map(|(i, l)| format!("{}{l}", label(if i == 0 { "usb" } else { "" })))
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            }
+        }
         "acpi" => match r.str("state") {
             Some("ok" | "problems") => {
                 let tables: Vec<&str> = r

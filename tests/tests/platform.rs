@@ -173,3 +173,40 @@ fn without_pit_and_hpet_the_pm_timer_alone_gives_the_rate_and_nothing_hangs() {
         );
     }
 }
+
+#[test]
+fn every_usb_controller_is_taken_from_the_firmware_at_boot_without_a_results_file() {
+    let mut qemu = QemuOptions::new(Firmware::Bios, Accel::Tcg);
+    qemu.timeout = Duration::from_secs(60);
+    qemu.extra_args = ["-device", "qemu-xhci", "-device", "ich9-usb-ehci1"]
+        .map(String::from)
+        .to_vec();
+    let request = BootRequest {
+        config: RunConfig::default(),
+        qemu,
+        log: None,
+    };
+    let outcome = session::boot(&request, &mut |_| {}).unwrap();
+    expect_ok_end(&outcome);
+    let h = expect_record(&outcome, "usb_handoff");
+    assert_eq!(h.u64("controllers"), Some(2), "{:?}", h.value);
+    let results: Vec<&str> = h
+        .get("results")
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    // QEMU's xHCI has no legacy support capability; ICH9's EHCI has one, not firmware-owned
+    // under SeaBIOS: its SMI enables are cleared all the same.
+    assert!(
+        results[0].starts_with("xHCI ")
+            && results[0].ends_with(": no USB legacy support capability"),
+        "{results:?}"
+    );
+    assert!(
+        results[1].starts_with("EHCI ")
+            && results[1].ends_with(": not owned by the firmware; its SMIs off"),
+        "{results:?}"
+    );
+}

@@ -73,6 +73,7 @@ const FIELDS: &[(&str, &[&str])] = &[
             "cross_check",
         ],
     ),
+    ("usb_handoff", &["controllers", "results"]),
     (
         "acpi",
         &[
@@ -322,7 +323,7 @@ const WORDS: &[(&str, &str, &[&str])] = &[
 
 /// Machine records: one per boot, so a second, different one means a second boot whose `boot`
 /// record was lost.
-pub(super) const MACHINE: &[&str] = &["cpu", "checks", "acpi", "tsc", "apic", "pmu"];
+pub(super) const MACHINE: &[&str] = &["cpu", "checks", "acpi", "tsc", "apic", "pmu", "usb_handoff"];
 /// Other records a run has at most one of.
 pub(super) const ONCE: &[&str] = &["schedule", "selftest_summary", "summary", "end"];
 /// Records of one task, one of each per task (`task_index`).

@@ -104,6 +104,12 @@ impl Mmio {
         })
     }
 
+    /// Gives the registers up, so another owner may map them (a driver that only had a look:
+    /// the firmware handoff at boot). The window stays reserved, unused.
+    pub fn release(self) {
+        CLAIMED.lock().retain(|&p| p != self.phys);
+    }
+
     /// The registers' physical address.
     pub fn phys(&self) -> u64 {
         self.phys

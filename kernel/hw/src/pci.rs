@@ -97,7 +97,8 @@ pub fn read_config(a: PciAddress, offset: u8) -> u32 {
 fn write_config(a: PciAddress, offset: u8, value: u32) {
     let _guard = LOCK.lock();
     // SAFETY: as in `read_config`; the callers in this module only write the command register
-    // and BARs of a function they were asked to prepare, restoring what they size.
+    // and BARs of a function they were asked to prepare, restoring what they size, and an EHCI
+    // controller's USB legacy support capability (ownership and SMI enables, never an address).
     unsafe {
         outl(CONFIG_ADDRESS, address_word(a, offset));
         outl(CONFIG_DATA, value);
@@ -214,4 +215,50 @@ pub fn enable_memory_and_dma(a: PciAddress) -> (u16, u16) {
     );
     let after = read_config(a, COMMAND) & 0xffff;
     (before as u16, after as u16)
+}
+
+/// What the EHCI legacy handoff did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EhciHandoff {
+    /// No USB legacy support capability at `eecp`.
+    NoCapability,
+    /// The firmware did not own the controller; its SMIs were turned off.
+    NotOwned,
+    /// The firmware let go when asked; its SMIs were turned off.
+    Released,
+    /// The firmware kept ownership past the deadline: taken anyway, its SMIs turned off.
+    Forced,
+}
+
+/// Takes an EHCI controller from the firmware (EHCI 1.0 §5.1 and §2.1.7): at configuration
+/// offset `eecp` (HCCPARAMS' EHCI Extended Capabilities Pointer) there must be the USB Legacy
+/// Support capability (ID 1), else nothing is written. Sets OS-owned, waits until
+/// `deadline_tsc` for BIOS-owned to clear, then disables every legacy SMI and clears their
+/// status, so the firmware's USB emulation no longer interrupts the machine.
+pub fn ehci_handoff(a: PciAddress, eecp: u8, deadline_tsc: u64) -> EhciHandoff {
+    const BIOS_OWNED: u32 = 1 << 16;
+    const OS_OWNED: u32 = 1 << 24;
+    if eecp < 0x40 || !eecp.is_multiple_of(4) || read_config(a, eecp) & 0xff != 1 {
+        return EhciHandoff::NoCapability;
+    }
+    let legsup = read_config(a, eecp);
+    let outcome = if legsup & BIOS_OWNED == 0 {
+        EhciHandoff::NotOwned
+    } else {
+        write_config(a, eecp, legsup | OS_OWNED);
+        loop {
+            if read_config(a, eecp) & BIOS_OWNED == 0 {
+                break EhciHandoff::Released;
+            }
+            if crate::cpu::rdtsc() > deadline_tsc {
+                // As Linux does: take it anyway.
+                write_config(a, eecp, (read_config(a, eecp) & !BIOS_OWNED) | OS_OWNED);
+                break EhciHandoff::Forced;
+            }
+            core::hint::spin_loop();
+        }
+    };
+    // USBLEGCTLSTS: SMI enables (bits 15:0) off, the write-1-to-clear status bits 31:29 cleared.
+    write_config(a, eecp + 4, 0xe000_0000);
+    outcome
 }

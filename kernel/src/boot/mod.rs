@@ -22,6 +22,7 @@ use crate::traps::fatal::{self, Status};
 use actions::run_test_action;
 use report::{
     report_acpi, report_apic, report_boot, report_checks, report_cpu, report_pmu, report_tsc,
+    report_usb_handoff,
 };
 
 /// Kernel entry, called by the bootloader stub in `main.rs`.
@@ -94,6 +95,7 @@ pub fn run(boot_info: &'static mut BootInfo) -> ! {
     report_pmu(&cpu);
 
     crate::devices::usb::set_tsc_hz(tsc.chosen.map(|f| f.hz));
+    report_usb_handoff(&crate::devices::usb::legacy::handoff_all());
     crate::output::sinks::open_results_file(config.results_file);
     crate::output::sinks::between_payloads("boot report complete");
 

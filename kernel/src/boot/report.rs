@@ -624,3 +624,19 @@ pub(super) fn report_pmu(cpu: &CpuInfo) {
     });
     say!("pmu    {summary} | backend {backend}: {}", d.reason);
 }
+
+/// The `usb_handoff` record: every USB controller taken from the firmware at boot, so its
+/// legacy SMIs stop before anything is measured.
+pub(super) fn report_usb_handoff(done: &[crate::devices::usb::legacy::Handoff]) {
+    let lines: Vec<String> = done
+        .iter()
+        .map(|h| format!("{}: {}", h.controller, h.outcome))
+        .collect();
+    record("usb_handoff", |r| {
+        r.u64("controllers", done.len() as u64)
+            .str_array("results", lines.iter().map(String::as_str))
+    });
+    for l in &lines {
+        say!("usb    {l}");
+    }
+}

@@ -31,6 +31,11 @@ impl Deadline {
     pub fn passed(&self) -> bool {
         cpu::rdtsc() >= self.0
     }
+
+    /// The TSC value at which it passes.
+    pub fn tsc(&self) -> u64 {
+        self.0
+    }
 }
 
 /// Waits `ms` milliseconds (port reset recovery and the like).

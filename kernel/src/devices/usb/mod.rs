@@ -14,6 +14,7 @@
 //! | `ports`       | root-hub ports: power, reset, speed                              | no  |
 //! | `device`      | enumeration: slot, address, descriptors, configuration, endpoints | no |
 //! | `storage`     | a mass-storage disk: BOT commands, recovery, `BlockDevice`       | no  |
+//! | `legacy`      | the firmware's hands off every USB controller at boot (xHCI, EHCI) | no  |
 //! | `probe`       | every controller, port and disk; what the test actions do with them | no  |
 
 pub mod bot;
@@ -26,6 +27,8 @@ pub mod trb;
 mod clock;
 #[cfg(target_os = "none")]
 mod device;
+#[cfg(target_os = "none")]
+pub mod legacy;
 #[cfg(target_os = "none")]
 mod ports;
 #[cfg(target_os = "none")]

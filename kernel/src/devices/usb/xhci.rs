@@ -22,7 +22,7 @@ pub const RING_TRBS: usize = 4096 / TRB_BYTES;
 
 /// The largest BAR part the driver maps: the registers of every controller seen fit in 64 KiB;
 /// the rest of a larger BAR is vendor space.
-const MMIO_MAX: u64 = 1 << 20;
+pub(super) const MMIO_MAX: u64 = 1 << 20;
 
 /// A range of root-hub ports and the USB major revision they speak (an xHCI Supported
 /// Protocol capability).
@@ -161,7 +161,10 @@ impl Controller {
         }
         let ac64 = hcc1 & HCC_AC64 != 0;
         let mut notes = Vec::new();
-        firmware_handoff(&mut mmio, hcc1, &mut notes);
+        let handoff = firmware_handoff(&mut mmio, hcc1);
+        if handoff.starts_with("taken over") || handoff.starts_with("the firmware did not") {
+            notes.push(String::from(handoff));
+        }
         let protocols = supported_protocols(&mut mmio, hcc1);
 
         // Halt (the firmware may have left it running), then reset.
@@ -409,33 +412,40 @@ fn extended_capabilities(mmio: &mut Mmio, hcc1: u32) -> Vec<(u64, u8)> {
 
 /// Takes the controller from the firmware (USB Legacy Support, xHCI 1.2 §7.1): asks for OS
 /// ownership, waits up to a second for the BIOS to let go, then turns the firmware's SMIs off.
-fn firmware_handoff(mmio: &mut Mmio, hcc1: u32, notes: &mut Vec<String>) {
+/// Says what it did (also at boot for every controller: `legacy`).
+pub(super) fn firmware_handoff(mmio: &mut Mmio, hcc1: u32) -> &'static str {
     let Some((at, _)) = extended_capabilities(mmio, hcc1)
         .into_iter()
         .find(|&(_, id)| id == XCAP_LEGACY)
     else {
-        return;
+        return "no USB legacy support capability";
     };
     let legsup = mmio.read32(at);
-    if legsup & LEGSUP_BIOS_OWNED != 0 {
+    let outcome = if legsup & LEGSUP_BIOS_OWNED != 0 {
         mmio.write32(at, legsup | LEGSUP_OS_OWNED);
         let released = clock::wait_until(1000, || mmio.read32(at) & LEGSUP_BIOS_OWNED == 0);
         if !released {
             // Linux does the same: the firmware keeps ignoring the request, take it anyway.
-            notes.push(String::from(
-                "the firmware did not release the controller within 1 s (USBLEGSUP BIOS owned \
-                 stayed set): taken over anyway",
-            ));
             let now = mmio.read32(at);
             mmio.write32(at, (now & !LEGSUP_BIOS_OWNED) | LEGSUP_OS_OWNED);
+            "the firmware did not release the controller within 1 s (USBLEGSUP BIOS owned \
+             stayed set): taken over anyway, its SMIs off"
         } else {
-            notes.push(String::from(
-                "taken over from the firmware (USBLEGSUP handoff)",
-            ));
+            "taken over from the firmware (USBLEGSUP handoff), its SMIs off"
         }
-    }
+    } else {
+        "not owned by the firmware; its SMIs off"
+    };
     let ctl = mmio.read32(at + 4);
     mmio.write32(at + 4, (ctl & !LEGCTL_SMI_ENABLES) | LEGCTL_SMI_EVENTS);
+    outcome
+}
+
+/// The capability registers the handoff needs, `None` if no controller answers.
+pub(super) fn hccparams1(mmio: &mut Mmio) -> Option<u32> {
+    let caplength = mmio.read32(CAPLENGTH) & 0xff;
+    let hcc1 = mmio.read32(HCCPARAMS1);
+    (caplength >= 0x20 && hcc1 != u32::MAX).then_some(hcc1)
 }
 
 /// The Supported Protocol capabilities: which ports are USB 2 and which USB 3.
