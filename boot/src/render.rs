@@ -292,6 +292,16 @@ pub fn record_lines(r: &Record, vendor: Option<Vendor>) -> Option<String> {
                 unused.concat()
             )
         }
+        "iommu" => r
+            .get("results")
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .enumerate()
+            .map(|(i, l)| format!("{}{l}", label(if i == 0 { "iommu" } else { "" })))
+            .collect::<Vec<_>>()
+            .join("\n"),
         "usb_handoff" => {
             let results: Vec<&str> = r
                 .get("results")

@@ -210,3 +210,44 @@ fn every_usb_controller_is_taken_from_the_firmware_at_boot_without_a_results_fil
         "{results:?}"
     );
 }
+
+#[test]
+fn an_intel_iommu_is_found_in_the_dmar_and_dma_passes() {
+    let mut qemu = QemuOptions::new(Firmware::Bios, Accel::Tcg);
+    qemu.timeout = Duration::from_secs(60);
+    qemu.extra_args = ["-device", "intel-iommu"].map(String::from).to_vec();
+    let request = BootRequest {
+        config: RunConfig::default(),
+        qemu,
+        log: None,
+    };
+    let outcome = session::boot(&request, &mut |_| {}).unwrap();
+    expect_ok_end(&outcome);
+    let acpi = expect_record(&outcome, "acpi");
+    assert!(
+        acpi.get("tables")
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t == "DMAR"),
+        "{:?}",
+        acpi.value
+    );
+    assert_eq!(acpi.get("dmar")["units"], 1);
+    let iommu = expect_record(&outcome, "iommu");
+    assert_eq!(iommu.u64("units"), Some(1));
+    // SeaBIOS leaves QEMU's VT-d unit off: nothing to turn off, and the record says so.
+    assert_eq!(
+        (
+            iommu.u64("translation_was_on"),
+            iommu.u64("protection_was_on")
+        ),
+        (Some(0), Some(0))
+    );
+    let result = iommu.get("results")[0].as_str().unwrap();
+    assert!(result.starts_with("unit at 0xfed90000 (VT-d"), "{result}");
+    assert!(
+        result.ends_with("translation and protected memory off: DMA passes"),
+        "{result}"
+    );
+}

@@ -75,6 +75,15 @@ const FIELDS: &[(&str, &[&str])] = &[
     ),
     ("usb_handoff", &["controllers", "results"]),
     (
+        "iommu",
+        &[
+            "units",
+            "translation_was_on",
+            "protection_was_on",
+            "results",
+        ],
+    ),
+    (
         "acpi",
         &[
             "state",
@@ -323,7 +332,16 @@ const WORDS: &[(&str, &str, &[&str])] = &[
 
 /// Machine records: one per boot, so a second, different one means a second boot whose `boot`
 /// record was lost.
-pub(super) const MACHINE: &[&str] = &["cpu", "checks", "acpi", "tsc", "apic", "pmu", "usb_handoff"];
+pub(super) const MACHINE: &[&str] = &[
+    "cpu",
+    "checks",
+    "acpi",
+    "tsc",
+    "apic",
+    "pmu",
+    "iommu",
+    "usb_handoff",
+];
 /// Other records a run has at most one of.
 pub(super) const ONCE: &[&str] = &["schedule", "selftest_summary", "summary", "end"];
 /// Records of one task, one of each per task (`task_index`).

@@ -21,8 +21,8 @@ use crate::traps;
 use crate::traps::fatal::{self, Status};
 use actions::run_test_action;
 use report::{
-    report_acpi, report_apic, report_boot, report_checks, report_cpu, report_pmu, report_tsc,
-    report_usb_handoff,
+    report_acpi, report_apic, report_boot, report_checks, report_cpu, report_iommu, report_pmu,
+    report_tsc, report_usb_handoff,
 };
 
 /// Kernel entry, called by the bootloader stub in `main.rs`.
@@ -94,7 +94,11 @@ pub fn run(boot_info: &'static mut BootInfo) -> ! {
 
     report_pmu(&cpu);
 
-    crate::devices::usb::set_tsc_hz(tsc.chosen.map(|f| f.hz));
+    crate::devices::clock::set_tsc_hz(tsc.chosen.map(|f| f.hz));
+    // Before any DMA: an IOMMU the firmware left on would block the controllers'.
+    if let Some(dmar) = acpi.as_ref().and_then(|a| a.dmar.as_ref()) {
+        report_iommu(&crate::devices::iommu::disable_dma_blocking(dmar));
+    }
     report_usb_handoff(&crate::devices::usb::legacy::handoff_all());
     crate::output::sinks::open_results_file(config.results_file);
     crate::output::sinks::between_payloads("boot report complete");

@@ -640,3 +640,36 @@ pub(super) fn report_usb_handoff(done: &[crate::devices::usb::legacy::Handoff]) 
         say!("usb    {l}");
     }
 }
+
+/// The `iommu` record (machines whose ACPI has a DMAR): each VT-d unit, what the firmware left
+/// on, and what was turned off.
+pub(super) fn report_iommu(units: &[crate::devices::iommu::Unit]) {
+    let lines: Vec<String> = units
+        .iter()
+        .map(|u| {
+            format!(
+                "unit at {:#x}{}: {}",
+                u.base,
+                u.version
+                    .map(|(ma, mi)| format!(" (VT-d {ma}.{mi})"))
+                    .unwrap_or_default(),
+                u.outcome
+            )
+        })
+        .collect();
+    record("iommu", |r| {
+        r.u64("units", units.len() as u64)
+            .u64(
+                "translation_was_on",
+                units.iter().filter(|u| u.translation_was_on).count() as u64,
+            )
+            .u64(
+                "protection_was_on",
+                units.iter().filter(|u| u.protection_was_on).count() as u64,
+            )
+            .str_array("results", lines.iter().map(String::as_str))
+    });
+    for l in &lines {
+        say!("iommu  {l}");
+    }
+}

@@ -4,8 +4,15 @@
 //! |------------|-------------------------------------------------------------------|-------------|
 //! | `ramdisk`  | the boot ramdisk's ustar archive (run.cfg, payloads, event tables) | yes |
 //! | `blockdev` | the block-device interface (disk drivers to disk writers)         | -   |
+//! | `clock`    | timeouts and delays on the TSC for the drivers                    | no  |
+//! | `iommu`    | the VT-d units the DMAR lists: DMA translation and protection off  | no  |
 //! | `usb`      | the xHCI driver and USB mass storage (docs/usb.md)                | the TRB rings, contexts, descriptors, BOT/SCSI |
 
 pub mod blockdev;
 pub mod ramdisk;
 pub mod usb;
+
+#[cfg(target_os = "none")]
+pub mod clock;
+#[cfg(target_os = "none")]
+pub mod iommu;

@@ -12,7 +12,8 @@ use alloc::vec::Vec;
 use baremark_hw::mmio::Mmio;
 use baremark_hw::pci::{self, EhciHandoff};
 
-use super::{clock, xhci};
+use super::xhci;
+use crate::devices::clock;
 
 /// One controller and what its handoff did.
 pub struct Handoff {

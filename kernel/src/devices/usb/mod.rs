@@ -9,7 +9,6 @@
 //! | `bot`         | bulk-only transport (CBW/CSW) and the SCSI commands              | yes |
 //! | `check`       | the test actions' digest and write pattern (shared with host tests) | yes |
 //! | `regs`        | xHCI register offsets and bits                                   | -   |
-//! | `clock`       | timeouts and delays on the TSC                                   | no  |
 //! | `xhci`        | controller bring-up, the command and event rings, doorbells      | no  |
 //! | `ports`       | root-hub ports: power, reset, speed                              | no  |
 //! | `device`      | enumeration: slot, address, descriptors, configuration, endpoints | no |
@@ -23,8 +22,6 @@ pub mod context;
 pub mod descriptors;
 pub mod trb;
 
-#[cfg(target_os = "none")]
-mod clock;
 #[cfg(target_os = "none")]
 mod device;
 #[cfg(target_os = "none")]
@@ -40,8 +37,6 @@ mod storage;
 #[cfg(target_os = "none")]
 mod xhci;
 
-#[cfg(target_os = "none")]
-pub use clock::set_tsc_hz;
 #[cfg(target_os = "none")]
 pub use probe::{
     DIGEST_SECTORS, Probe, WRITE_SECTORS, digest, probe, probe_disks, write_and_check,

@@ -8,9 +8,9 @@
 use alloc::format;
 use alloc::string::String;
 
-use super::clock;
 use super::regs::*;
 use super::xhci::Controller;
+use crate::devices::clock;
 
 /// Turns on every port's power where software switches it, and waits the 20 ms the hub
 /// specification gives power to become good (USB 2.0 §11.23, bPwrOn2PwrGood in a root hub).

@@ -11,7 +11,6 @@ use baremark_hw::dma::DmaBuffer;
 use spin::Mutex;
 
 use super::bot::{self, Command, Csw, CswStatus, Inquiry};
-use super::clock;
 use super::context;
 use super::descriptors::{self, StorageInterface};
 use super::device::{CONTROL_DATA_MAX, Device, TransferError};
@@ -19,6 +18,7 @@ use super::regs::speed_name;
 use super::trb::{self, Trb};
 use super::xhci::{Controller, TransferRing};
 use crate::devices::blockdev::{BlockDevice, BlockError};
+use crate::devices::clock;
 
 /// Bytes per bulk data transfer: one Normal TRB, which must not cross a 64 KiB boundary.
 const CHUNK: usize = 32 * 1024;

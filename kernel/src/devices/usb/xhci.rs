@@ -13,9 +13,9 @@ use baremark_hw::dma::DmaBuffer;
 use baremark_hw::mmio::Mmio;
 use baremark_hw::pci::{self, PciFunction};
 
-use super::clock::{self, Deadline};
 use super::regs::*;
 use super::trb::{self, EventRing, ProducerRing, TRB_BYTES, Trb};
+use crate::devices::clock::{self, Deadline};
 
 /// TRBs per ring: one page.
 pub const RING_TRBS: usize = 4096 / TRB_BYTES;

@@ -1,4 +1,4 @@
-//! Time for the driver: every wait has a deadline on the TSC, so a device that never answers
+//! Time for the device drivers (USB, the IOMMU): every wait has a deadline on the TSC, so a device that never answers
 //! ends in a note, not a hung machine.
 
 use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
