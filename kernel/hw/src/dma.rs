@@ -23,8 +23,22 @@ pub struct DmaBuffer {
 impl DmaBuffer {
     /// Allocates a zeroed buffer of at least `bytes` bytes (whole pages).
     pub fn new(bytes: usize) -> Result<DmaBuffer, MapError> {
+        Self::alloc(bytes, false)
+    }
+
+    /// Like [`DmaBuffer::new`], wholly below 4 GiB: for a device that reaches only 32-bit
+    /// addresses (from the frame allocator's reserve once ordinary memory there is gone).
+    pub fn new_dma32(bytes: usize) -> Result<DmaBuffer, MapError> {
+        Self::alloc(bytes, true)
+    }
+
+    fn alloc(bytes: usize, dma32: bool) -> Result<DmaBuffer, MapError> {
         let pages = bytes.div_ceil(4096).max(1) as u64;
-        let phys = paging::allocate_contiguous_zeroed(pages)?;
+        let phys = if dma32 {
+            paging::allocate_contiguous_zeroed_dma32(pages)?
+        } else {
+            paging::allocate_contiguous_zeroed(pages)?
+        };
         let virt = paging::phys_to_virt(phys).ok_or(MapError::NotInitialised)?;
         Ok(DmaBuffer {
             phys,

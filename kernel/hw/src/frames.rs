@@ -26,6 +26,15 @@ pub const LOW_MEMORY_END: u64 = 0x10_0000;
 /// given up, counted in `dropped_regions` and `dropped_bytes`.
 pub const MAX_REGIONS: usize = 512;
 
+/// Frames kept below 4 GiB for devices that reach only 32-bit addresses (an xHCI without
+/// AC64): 1 MiB, carved from the top of the highest usable region below 4 GiB when that region
+/// has at least [`DMA32_MIN_REGION`] bytes there.
+pub const DMA32_RESERVE_FRAMES: u64 = 256;
+/// The smallest region the reserve is carved from.
+pub const DMA32_MIN_REGION: u64 = 16 << 20;
+/// 4 GiB: the first address a 32-bit DMA engine cannot reach.
+pub const DMA32_LIMIT: u64 = 1 << 32;
+
 /// A half-open range of physical addresses, `start..end`, both frame-aligned.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct FrameRange {
@@ -61,6 +70,9 @@ pub struct RegionFrameAllocator {
     len: usize,
     dropped_regions: usize,
     dropped_bytes: u64,
+    /// The reserve below 4 GiB (empty without one) and its next free frame.
+    dma32: FrameRange,
+    dma32_next: u64,
     current: usize,
     next: u64,
     /// Frames in use (handed out and not freed).
@@ -88,6 +100,8 @@ impl RegionFrameAllocator {
             len: 0,
             dropped_regions: 0,
             dropped_bytes: 0,
+            dma32: FrameRange::default(),
+            dma32_next: 0,
             current: 0,
             next: 0,
             allocated: 0,
@@ -104,8 +118,77 @@ impl RegionFrameAllocator {
             }
             this.insert(FrameRange { start, end });
         }
+        this.carve_dma32_reserve();
         this.next = this.regions.first().map_or(0, |r| r.start);
         this
+    }
+
+    /// Takes [`DMA32_RESERVE_FRAMES`] off the top of the highest usable region below 4 GiB.
+    fn carve_dma32_reserve(&mut self) {
+        let Some(i) = self.regions[..self.len]
+            .iter()
+            .rposition(|r| r.start < DMA32_LIMIT)
+        else {
+            return;
+        };
+        let r = self.regions[i];
+        let top = r.end.min(DMA32_LIMIT);
+        if top - r.start < DMA32_MIN_REGION {
+            return;
+        }
+        let reserve = FrameRange {
+            start: top - DMA32_RESERVE_FRAMES * FRAME_SIZE,
+            end: top,
+        };
+        self.regions[i].end = reserve.start;
+        if r.end > top {
+            // The region runs past 4 GiB: its part above the reserve stays usable.
+            self.insert(FrameRange {
+                start: top,
+                end: r.end,
+            });
+        }
+        self.dma32 = reserve;
+        self.dma32_next = reserve.start;
+    }
+
+    /// Like [`RegionFrameAllocator::allocate_contiguous`], but every frame below 4 GiB: from the
+    /// ordinary memory when it is still there, else from the reserve (never freed: DMA
+    /// buffers live for the run). `None` when neither has room.
+    pub fn allocate_contiguous_dma32(&mut self, count: u64) -> Option<u64> {
+        let bytes = count.checked_mul(FRAME_SIZE)?;
+        let saved = (
+            self.current,
+            self.next,
+            self.lost,
+            self.allocated,
+            self.peak,
+        );
+        match self.allocate_contiguous(count) {
+            Some(p) if p + bytes <= DMA32_LIMIT => return Some(p),
+            _ => {
+                (
+                    self.current,
+                    self.next,
+                    self.lost,
+                    self.allocated,
+                    self.peak,
+                ) = saved
+            }
+        }
+        if count == 0 || self.dma32.end.saturating_sub(self.dma32_next) < bytes {
+            return None;
+        }
+        let p = self.dma32_next;
+        self.dma32_next += bytes;
+        self.allocated += count;
+        self.peak = self.peak.max(self.allocated);
+        Some(p)
+    }
+
+    /// The reserve below 4 GiB (empty without one).
+    pub fn dma32_reserve(&self) -> FrameRange {
+        self.dma32
     }
 
     /// Adds a range to the sorted, merged list: merged with every range it overlaps or touches;
@@ -252,9 +335,10 @@ impl RegionFrameAllocator {
         &self.regions[..self.len]
     }
 
-    /// Total usable memory in bytes (at construction).
+    /// Total usable memory in bytes (at construction), the reserve below 4 GiB included.
     pub fn usable_bytes(&self) -> u64 {
-        self.regions().iter().map(|r| r.end - r.start).sum()
+        self.regions().iter().map(|r| r.end - r.start).sum::<u64>()
+            + (self.dma32.end - self.dma32.start)
     }
 
     /// Frames in use: handed out and not freed.
@@ -512,6 +596,49 @@ mod tests {
             a.regions().windows(2).all(|w| w[0].end < w[1].start),
             "sorted, disjoint"
         );
+    }
+
+    #[test]
+    fn a_32_bit_dma_engine_gets_memory_below_4_gib_when_the_rest_is_above() {
+        // 64 MiB low, 8 GiB high: the reserve is the top MiB of the low region.
+        let mut a = RegionFrameAllocator::new([(0x10_0000, 0x410_0000), (1 << 32, 3 << 32)]);
+        let reserve = a.dma32_reserve();
+        assert_eq!(
+            reserve,
+            FrameRange {
+                start: 0x400_0000,
+                end: 0x410_0000
+            }
+        );
+        assert_eq!(a.usable_bytes(), 0x400_0000 + (2 << 32));
+        // While ordinary memory below 4 GiB lasts, it is used first.
+        assert_eq!(a.allocate_contiguous_dma32(4), Some(0x10_0000));
+        // Use up the low region: ordinary allocations now come from above 4 GiB.
+        while a.allocate_contiguous(1).is_some_and(|p| p < 1 << 32) {}
+        assert!(a.allocate_contiguous(1).unwrap() >= 1 << 32);
+        // A 32-bit engine still gets low memory, from the reserve, until it is used up.
+        let p = a.allocate_contiguous_dma32(16).unwrap();
+        assert_eq!(p, 0x400_0000);
+        let q = a
+            .allocate_contiguous_dma32(DMA32_RESERVE_FRAMES - 16)
+            .unwrap();
+        assert_eq!(q + (DMA32_RESERVE_FRAMES - 16) * FRAME_SIZE, 0x410_0000);
+        assert_eq!(
+            a.allocate_contiguous_dma32(1),
+            None,
+            "the reserve is used up"
+        );
+        assert!(
+            a.allocate_contiguous(1).unwrap() >= 1 << 32,
+            "ordinary allocations go on"
+        );
+        // A region crossing 4 GiB keeps its part above the reserve.
+        let b = RegionFrameAllocator::new([(0x8000_0000, 0x1_4000_0000)]);
+        assert_eq!(b.dma32_reserve().end, 1 << 32);
+        assert!(b.regions().contains(&FrameRange {
+            start: 1 << 32,
+            end: 0x1_4000_0000
+        }));
     }
 
     #[test]

@@ -238,13 +238,26 @@ pub(crate) fn allocate_zeroed_frame() -> Result<u64, MapError> {
 /// Allocates `count` physically contiguous frames and zeroes them through the physical-memory
 /// mapping. Returns the first one's physical address.
 pub(crate) fn allocate_contiguous_zeroed(count: u64) -> Result<u64, MapError> {
+    allocate_contiguous_zeroed_in(count, false)
+}
+
+/// Like [`allocate_contiguous_zeroed`], every frame below 4 GiB (for a device that reaches
+/// only 32-bit addresses).
+pub(crate) fn allocate_contiguous_zeroed_dma32(count: u64) -> Result<u64, MapError> {
+    allocate_contiguous_zeroed_in(count, true)
+}
+
+fn allocate_contiguous_zeroed_in(count: u64, dma32: bool) -> Result<u64, MapError> {
     let offset = *PHYS_OFFSET.get().ok_or(MapError::NotInitialised)?;
-    let phys = FRAMES
-        .lock()
-        .as_mut()
-        .ok_or(MapError::NotInitialised)?
-        .allocate_contiguous(count)
-        .ok_or(MapError::OutOfFrames)?;
+    let mut guard = FRAMES.lock();
+    let frames = guard.as_mut().ok_or(MapError::NotInitialised)?;
+    let phys = if dma32 {
+        frames.allocate_contiguous_dma32(count)
+    } else {
+        frames.allocate_contiguous(count)
+    }
+    .ok_or(MapError::OutOfFrames)?;
+    drop(guard);
     // SAFETY: the frames are fresh (never handed out), mapped at `offset + phys`; zeroing them
     // touches no live object.
     unsafe { core::ptr::write_bytes((offset + phys) as *mut u8, 0, (count * 4096) as usize) };

@@ -115,13 +115,24 @@ fn read_trb(buf: &DmaBuffer, index: usize) -> Trb {
     ])
 }
 
+/// A DMA buffer the controller can reach: below 4 GiB for one without 64-bit addressing.
 fn dma(bytes: usize, ac64: bool) -> Result<DmaBuffer, String> {
-    let b = DmaBuffer::new(bytes).map_err(|e| format!("no memory for DMA buffers ({e:?})"))?;
-    if !ac64 && b.phys() + b.len() as u64 > 1 << 32 {
-        return Err(String::from(
-            "the controller only reaches 32-bit addresses and DMA memory is above 4 GiB",
-        ));
-    }
+    let b = if ac64 {
+        DmaBuffer::new(bytes)
+    } else {
+        DmaBuffer::new_dma32(bytes)
+    };
+    let b = b.map_err(|e| {
+        format!(
+            "no memory for DMA buffers{} ({e:?})",
+            if ac64 {
+                ""
+            } else {
+                " below 4 GiB (the controller reaches only 32-bit addresses)"
+            }
+        )
+    })?;
+    debug_assert!(ac64 || b.phys() + b.len() as u64 <= 1 << 32);
     Ok(b)
 }
 
