@@ -67,6 +67,9 @@ pub struct ResultRec {
     pub outliers: Option<u64>,
     pub interrupts: Option<u64>,
     pub interrupts_max: Option<u64>,
+    /// SMIs during the benchmark (MSR_SMI_COUNT around it); `None`: not counted.
+    #[serde(default)]
+    pub smis: Option<u64>,
 }
 
 impl ResultRec {

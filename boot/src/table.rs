@@ -286,6 +286,19 @@ fn notes(b: &Benchmark) -> String {
         }
         None => {}
     }
+    if let Some(n) = b.typed.iter().filter_map(|r| r.smis).max() {
+        let _ = writeln!(
+            out,
+            "{}",
+            if n == 0 {
+                String::from("   SMIs: none during the benchmark")
+            } else {
+                format!(
+                    "   SMIs: {n} during the benchmark (System Management Mode: firmware time the kernel cannot see, in the values of the repetitions it hit)"
+                )
+            }
+        );
+    }
     let outliers: Vec<String> = b
         .typed
         .iter()
@@ -475,6 +488,25 @@ pub fn summary(res: &Results) -> String {
             "   interrupts in the measured regions (they are in the values): {}",
             interrupted.join(", ")
         );
+    }
+    let counted: Vec<(String, u64)> = res
+        .benchmarks
+        .iter()
+        .filter_map(|b| Some((b.title(), b.typed.iter().filter_map(|r| r.smis).max()?)))
+        .collect();
+    let with_smis: Vec<String> = counted
+        .iter()
+        .filter(|(_, n)| *n > 0)
+        .map(|(t, n)| format!("{t} ({n})"))
+        .collect();
+    if !with_smis.is_empty() {
+        let _ = writeln!(
+            out,
+            "   SMIs during (System Management Mode, firmware time in the values): {}",
+            with_smis.join(", ")
+        );
+    } else if !counted.is_empty() {
+        let _ = writeln!(out, "   SMIs: none during the benchmarks");
     }
     for b in res.benchmarks.iter().filter(|b| !b.incomplete.is_empty()) {
         let _ = writeln!(

@@ -251,3 +251,50 @@ fn an_intel_iommu_is_found_in_the_dmar_and_dma_passes() {
         "{result}"
     );
 }
+
+/// A short harness run of `add-latency` with extra run.cfg `lines`.
+fn harness_run(lines: &[&str]) -> RunOutcome {
+    let mut qemu = QemuOptions::new(Firmware::Bios, Accel::Tcg);
+    qemu.timeout = Duration::from_secs(120);
+    let p = baremark::payloads::builtin("add-latency").unwrap();
+    let config = RunConfig {
+        payloads: vec![("add-latency".to_string(), p.elf.to_vec())],
+        reps: Some(3),
+        warmup: Some(1),
+        extra_lines: lines.iter().map(|l| l.to_string()).collect(),
+        ..RunConfig::default()
+    };
+    let request = BootRequest {
+        config,
+        qemu,
+        log: None,
+    };
+    session::boot(&request, &mut |_| {}).unwrap()
+}
+
+#[test]
+fn smis_during_a_benchmark_are_counted_and_marked() {
+    // TCG reads MSR_SMI_COUNT (QEMU counts its SMM entries): none in a quiet run ...
+    let quiet = harness_run(&[]);
+    expect_ok_end(&quiet);
+    let results: Vec<&Record> = quiet.records_of("result").collect();
+    assert!(!results.is_empty());
+    for r in &results {
+        assert_eq!(r.u64("smis"), Some(0), "{:?}", r.value);
+    }
+    // ... and exactly the SMIs the kernel raises through the APM port after bench_begin (the
+    // firmware, SeaBIOS, enables APM SMIs on q35).
+    let noisy = harness_run(&["test_smis = 3"]);
+    expect_ok_end(&noisy);
+    for r in noisy.records_of("result") {
+        assert_eq!(r.u64("smis"), Some(3), "{:?}", r.value);
+    }
+    let res = baremark::results::Results::from_records(&noisy.records);
+    let table = baremark::table::summary(&res);
+    assert!(
+        table.contains(
+            "SMIs during (System Management Mode, firmware time in the values): add-latency (3)"
+        ),
+        "{table}"
+    );
+}

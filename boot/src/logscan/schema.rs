@@ -286,6 +286,7 @@ const FIELDS: &[(&str, &[&str])] = &[
             "outliers",
             "interrupts",
             "interrupts_max",
+            "smis",
         ],
     ),
     (

@@ -234,6 +234,13 @@ pub fn gp_recovery_selftest() -> bool {
     unsafe { baremark_gp_selftest() == 1 }
 }
 
+/// MSR_SMI_COUNT (0x34, Intel since Nehalem, read-only): System Management Interrupts taken
+/// since reset. `None` where it faults (AMD, older Intel). SMIs are invisible to the kernel; this
+/// is how a measurement knows one landed in it.
+pub fn smi_count() -> Option<u64> {
+    read(0x34).ok()
+}
+
 /// Reads an MSR. A #GP (MSR absent, or refused by a hypervisor) comes back as an error.
 #[inline]
 pub fn read(msr: u32) -> Result<u64, MsrError> {

@@ -56,3 +56,13 @@ pub fn qemu_debug_exit(code: u8) {
     // runs under QEMU).
     unsafe { outl(QEMU_DEBUG_EXIT_PORT, u32::from(code)) }
 }
+
+/// Test-only (run.cfg `test_smis`): writes `command` to the APM control port (0xB2), which
+/// makes the chipset raise an SMI when the firmware enabled APM SMIs (SeaBIOS and OVMF do on
+/// QEMU's q35). Proves that SMIs landing in a benchmark are counted.
+pub fn raise_apm_smi(command: u8) {
+    // SAFETY: port 0xB2 is the ICH's APM control port; a write hands `command` to the
+    // firmware's SMI handler, which ignores commands it does not know and returns (no memory
+    // the kernel owns is touched by SMM code on these machines).
+    unsafe { outb(0xb2, command) }
+}

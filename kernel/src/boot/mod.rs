@@ -156,6 +156,7 @@ pub fn run(boot_info: &'static mut BootInfo) -> ! {
     crate::task::run::set_diagnostics(crate::task::run::Diagnostics {
         counter_preset: config.counter_preset,
         fault_at_switch_in: config.test_pmu_fault,
+        smis_per_bench: config.test_smis,
     });
     crate::task::run::set_policy(crate::task::run::Policy {
         sample: config.sample.clone(),

@@ -101,6 +101,7 @@ pub(super) fn report_boot(
                 .str("overhead", config.overhead.name())
                 .u64("counter_preset", config.counter_preset)
                 .u64("test_pmu_fault", u64::from(config.test_pmu_fault))
+                .u64("test_smis", u64::from(config.test_smis))
             })
             .opt_str("framebuffer", facts.framebuffer.map(|_| "present"))
             .opt_u64("rsdp", facts.rsdp)

@@ -103,6 +103,8 @@ pub struct RunConfig {
     pub counter_preset: u64,
     /// Test-only: the N-th switch-in of task hardware counters fails (0: never).
     pub test_pmu_fault: u32,
+    /// Test-only: SMIs the kernel raises after each `bench_begin` (0: none).
+    pub test_smis: u32,
     /// Plant the canary (`canary` module) in free kernel memory before the payloads run, so a
     /// payload (`fuzz-syscalls`) can tell whether any kernel byte reaches it.
     pub canary: bool,
@@ -206,6 +208,7 @@ impl Default for RunConfig {
             overhead: Overhead::Empty,
             counter_preset: 0,
             test_pmu_fault: 0,
+            test_smis: 0,
             canary: false,
             usb_test_lba: 0,
             results_file: None,
@@ -338,7 +341,7 @@ pub fn parse<'a>(text: &'a str, report: &mut dyn FnMut(ConfigError<'a>)) -> RunC
         source: ConfigSource::Ramdisk,
         ..RunConfig::default()
     };
-    let mut seen = [false; 21];
+    let mut seen = [false; 22];
     // The results file's three keys, checked together after the last line.
     let mut results_place: Option<(u64, u64)> = None;
     let mut disk_signature: Option<u32> = None;
@@ -377,6 +380,7 @@ pub fn parse<'a>(text: &'a str, report: &mut dyn FnMut(ConfigError<'a>)) -> RunC
             "counters" => 18,
             "mux_interval_us" => 19,
             "system" => 20,
+            "test_smis" => 21,
             _ => {
                 report(ConfigError::UnknownKey { line, key });
                 continue;
@@ -439,6 +443,10 @@ pub fn parse<'a>(text: &'a str, report: &mut dyn FnMut(ConfigError<'a>)) -> RunC
             11 => match value.parse::<u32>() {
                 Ok(n) => config.test_pmu_fault = n,
                 _ => report(bad("a switch-in number, 0 (off) or more")),
+            },
+            21 => match value.parse::<u32>() {
+                Ok(n) if n <= 100 => config.test_smis = n,
+                _ => report(bad("SMIs per benchmark, 0 (off) to 100")),
             },
             13 => match value.parse::<u64>() {
                 Ok(lba) => config.usb_test_lba = lba,

@@ -126,6 +126,11 @@ pub struct Bench {
     /// The group the task is measuring (`bench_group`).
     current: Option<usize>,
     groups: Vec<GroupSamples>,
+    /// MSR_SMI_COUNT when the benchmark began (`None`: no such MSR).
+    pub smi_start: Option<u64>,
+    /// SMIs between `bench_begin` and `bench_end` (`None`: not counted: no MSR_SMI_COUNT).
+    /// Regions run in ring 3, where the MSR cannot be read, so an SMI marks the benchmark.
+    pub smis: Option<u64>,
 }
 
 /// Whether a harness call that names benchmark `asked` (0: whichever is open) may go on, given
@@ -169,6 +174,8 @@ impl Bench {
             bytes_per_iteration: None,
             current: None,
             groups: alloc::vec![GroupSamples::default(); plan.groups()],
+            smi_start: None,
+            smis: None,
         })
     }
 
@@ -603,6 +610,7 @@ pub fn emit_report(
             r.opt_u64("outliers", summary.map(|s| s.outliers as u64))
                 .opt_u64("interrupts", measured.map(|m| m.interrupts))
                 .opt_u64("interrupts_max", measured.map(|m| m.interrupts_max))
+                .opt_u64("smis", bench.smis)
         });
         if let Some(m) = measured {
             let kinds = [

@@ -29,6 +29,8 @@
 //!   virtual counts must widen across the wrap (tests/tests/emulated_tasks.rs).
 //! - `test_pmu_fault = N`: the N-th switch-in of task hardware counters in the run fails as if
 //!   the PMU had refused it, to prove the lost-counts path end to end.
+//! - `test_smis = N`: right after each `bench_begin` the kernel raises N SMIs through the APM
+//!   control port, to prove that SMIs in a benchmark are counted (tests/tests/platform.rs).
 
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
@@ -52,10 +54,13 @@ pub struct Diagnostics {
     pub counter_preset: u64,
     /// Fail the N-th switch-in of task hardware counters (0: never).
     pub fault_at_switch_in: u32,
+    /// SMIs to raise after each `bench_begin` (0: none).
+    pub smis_per_bench: u32,
 }
 
 static COUNTER_PRESET: AtomicU64 = AtomicU64::new(0);
 static FAULT_AT: AtomicU32 = AtomicU32::new(0);
+static SMIS_PER_BENCH: AtomicU32 = AtomicU32::new(0);
 /// Switch-ins of task hardware counters so far in the run.
 static SWITCH_INS: AtomicU32 = AtomicU32::new(0);
 
@@ -63,7 +68,15 @@ static SWITCH_INS: AtomicU32 = AtomicU32::new(0);
 pub fn set_diagnostics(d: Diagnostics) {
     COUNTER_PRESET.store(d.counter_preset, Ordering::Relaxed);
     FAULT_AT.store(d.fault_at_switch_in, Ordering::Relaxed);
+    SMIS_PER_BENCH.store(d.smis_per_bench, Ordering::Relaxed);
     SWITCH_INS.store(0, Ordering::Relaxed);
+}
+
+/// The diagnostic `test_smis`: raises the configured number of SMIs (after `bench_begin`).
+pub(super) fn raise_test_smis() {
+    for _ in 0..SMIS_PER_BENCH.load(Ordering::Relaxed) {
+        baremark_hw::port::raise_apm_smi(0);
+    }
 }
 
 /// Whose events and values the counters hold: the [`HwSwitch::id`] whose switch-in loaded them

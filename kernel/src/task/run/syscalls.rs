@@ -276,8 +276,10 @@ impl Running {
             Bench::begin(name, iterations, plan).map(|b| b.with_bytes(bytes))
         });
         match begun {
-            Ok(Ok(b)) => {
+            Ok(Ok(mut b)) => {
                 session::emit_start(self.task.name, &b, plan, &mut Console);
+                b.smi_start = baremark_hw::msr::smi_count();
+                super::hw::raise_test_smis();
                 BENCHES.fetch_add(1, Ordering::Relaxed);
                 self.bench = Some(b);
                 self.benches_begun += 1;
@@ -376,6 +378,10 @@ impl Running {
         if let Some(lost) = &self.hw_lost {
             b.lose_counts_if_incomplete(lost, plan);
         }
+        b.smis = b
+            .smi_start
+            .zip(baremark_hw::msr::smi_count())
+            .map(|(start, end)| end.wrapping_sub(start));
         let report = b.finish(plan);
         let (results, unsupported, errors) =
             session::emit_report(self.task.name, &b, plan, &report, &mut Console);
