@@ -292,6 +292,28 @@ pub fn record_lines(r: &Record, vendor: Option<Vendor>) -> Option<String> {
                 unused.concat()
             )
         }
+        "pci" => {
+            let ecam = r.get("ecam");
+            let mut line = match ecam.get("base").and_then(Value::as_str) {
+                Some(base) => format!(
+                    "{}{} functions | ECAM at {base} buses {}-{} (MCFG), checked against the ports | {} with PCIe extended capabilities",
+                    label("pci"),
+                    r.u64("functions").unwrap_or(0),
+                    ecam.get("bus_start").and_then(Value::as_u64).unwrap_or(0),
+                    ecam.get("bus_end").and_then(Value::as_u64).unwrap_or(0),
+                    r.u64("extended_capabilities").unwrap_or(0)
+                ),
+                None => format!(
+                    "{}{} functions | ports 0xCF8/0xCFC",
+                    label("pci"),
+                    r.u64("functions").unwrap_or(0)
+                ),
+            };
+            for p in r.get("problems").as_array().into_iter().flatten() {
+                line.push_str(&format!("\n{}{}", label(""), p.as_str().unwrap_or("?")));
+            }
+            line
+        }
         "iommu" => r
             .get("results")
             .as_array()

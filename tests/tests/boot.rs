@@ -9,7 +9,7 @@ use baremark::records::SCHEMA_VERSION;
 use baremark::session::RunOutcome;
 use baremark_tests::{boot, expect_record, expect_success, hex};
 
-const REPORT_TYPES: [&str; 12] = [
+const REPORT_TYPES: [&str; 13] = [
     "boot",
     "screen",
     "cpu",
@@ -18,6 +18,7 @@ const REPORT_TYPES: [&str; 12] = [
     "tsc",
     "apic",
     "pmu",
+    "pci",
     "usb_handoff",
     "screen_cost",
     "outputs",

@@ -298,3 +298,49 @@ fn smis_during_a_benchmark_are_counted_and_marked() {
         "{table}"
     );
 }
+
+#[test]
+fn pci_configuration_goes_through_ecam_from_the_mcfg_after_a_check_against_the_ports() {
+    for firmware in [Firmware::Bios, Firmware::Uefi] {
+        let mut qemu = QemuOptions::new(firmware, Accel::Tcg);
+        qemu.timeout = Duration::from_secs(90);
+        qemu.extra_args = ["-device", "qemu-xhci"].map(String::from).to_vec();
+        let request = BootRequest {
+            config: RunConfig::default(),
+            qemu,
+            log: None,
+        };
+        let outcome = session::boot(&request, &mut |_| {}).unwrap();
+        expect_ok_end(&outcome);
+        let pci = expect_record(&outcome, "pci");
+        assert_eq!(
+            pci.str("access"),
+            Some("ecam"),
+            "{firmware:?}: {:?}",
+            pci.value
+        );
+        let functions = pci.u64("functions").unwrap();
+        assert!(functions >= 5, "{firmware:?}: {functions}");
+        assert_eq!(
+            pci.u64("ecam_agree"),
+            Some(functions),
+            "{firmware:?}: every function agrees"
+        );
+        let acpi = expect_record(&outcome, "acpi");
+        let window = acpi.get("mcfg")[0].as_str().unwrap();
+        assert!(
+            window.ends_with(pci.get("ecam")["base"].as_str().unwrap()),
+            "{window}"
+        );
+        // The xHCI is enabled through ECAM (its command register), and still answers.
+        let handoff = expect_record(&outcome, "usb_handoff");
+        assert!(
+            handoff.get("results")[0]
+                .as_str()
+                .unwrap()
+                .starts_with("xHCI"),
+            "{:?}",
+            handoff.value
+        );
+    }
+}

@@ -75,6 +75,17 @@ const FIELDS: &[(&str, &[&str])] = &[
     ),
     ("usb_handoff", &["controllers", "results"]),
     (
+        "pci",
+        &[
+            "access",
+            "functions",
+            "ecam_agree",
+            "extended_capabilities",
+            "problems",
+            "ecam",
+        ],
+    ),
+    (
         "iommu",
         &[
             "units",

@@ -23,6 +23,11 @@ pub const DEVICE_MMIO_START: u64 = 0xffff_c900_0000_0000;
 /// Size of the device register window area.
 pub const DEVICE_MMIO_SIZE: u64 = 1 << 30;
 
+/// Where PCI Express configuration space (ECAM, from the ACPI MCFG) is mirrored: the function
+/// at bus/device/function has its 4 KiB at `ECAM_VIRT + (bus << 20 | device << 15 |
+/// function << 12)`, mapped uncached when it is first used. 256 MiB for the 256 buses.
+pub const ECAM_VIRT: u64 = 0xffff_ca00_0000_0000;
+
 /// Size of the kernel stack the bootloader allocates (the first page below it is a guard page).
 pub const KERNEL_STACK_SIZE: u64 = 256 * 1024;
 
@@ -58,6 +63,7 @@ mod tests {
         assert_eq!(HEAP_START % 4096, 0);
         assert_eq!(APIC_MMIO % 4096, 0);
         const { assert!(APIC_MMIO < DEVICE_MMIO_START) };
+        const { assert!(DEVICE_MMIO_START + DEVICE_MMIO_SIZE <= ECAM_VIRT) };
         assert_eq!(DEVICE_MMIO_START % 4096, 0);
     }
 }

@@ -1,8 +1,11 @@
-//! PCI configuration space through the legacy mechanism #1 (ports 0xCF8/0xCFC): finding
-//! functions by class, and preparing a function for memory-mapped access and DMA.
+//! PCI configuration space: finding functions by class, and preparing a function for
+//! memory-mapped access and DMA.
 //!
-//! Mechanism #1 reaches the first 256 bytes of every function's configuration space on every
-//! PC; that is all a driver of the kernel needs (no MSI, no extended capabilities). Reads are
+//! Two ways in. The legacy mechanism #1 (ports 0xCF8/0xCFC) reaches the first 256 bytes of
+//! every function of segment 0 on every PC: enumeration always uses it. Where the ACPI MCFG
+//! gives segment 0's ECAM window ([`use_ecam`]), the accesses to a function go through ECAM
+//! instead (memory-mapped, all 4 KiB, one function's page mapped when it is first used), as
+//! PCI Express intends; functions of other segments are not reached yet. Reads are
 //! public (they have no side effect on the standard header); writes stay in this module, which
 //! only ever sets the command register's enable bits and sizes BARs, because a wrong write could
 //! move a device's registers over RAM.
@@ -82,8 +85,89 @@ fn address_word(a: PciAddress, offset: u8) -> u32 {
         | u32::from(offset & 0xfc)
 }
 
-/// Reads the configuration dword at `offset` (rounded down to a multiple of 4).
+/// Segment 0's ECAM window: its physical base and the buses it decodes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Ecam {
+    pub base: u64,
+    pub bus_start: u8,
+    pub bus_end: u8,
+}
+
+static ECAM: spin::RwLock<Option<Ecam>> = spin::RwLock::new(None);
+/// Function pages of the ECAM mirror already mapped, one bit per bus/device/function.
+static ECAM_MAPPED: spin::Mutex<[u64; 1024]> = spin::Mutex::new([0; 1024]);
+
+/// Why the ECAM window is not used.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EcamError {
+    /// The MCFG names RAM (or nonsense) as the window.
+    NotDevice(crate::firmware::FirmwareMemError),
+}
+
+/// Sends the configuration accesses of segment 0's functions through ECAM from now on (the
+/// window from the ACPI MCFG). Refused where the window overlaps RAM.
+pub fn use_ecam(ecam: Ecam) -> Result<(), EcamError> {
+    let buses = u64::from(ecam.bus_end.saturating_sub(ecam.bus_start)) + 1;
+    crate::firmware::is_not_ram(ecam.base + (u64::from(ecam.bus_start) << 20), buses << 20)
+        .map_err(EcamError::NotDevice)?;
+    *ECAM.write() = Some(ecam);
+    Ok(())
+}
+
+/// Goes back to the ports for every access (ECAM disagreed with them).
+pub fn stop_ecam() {
+    *ECAM.write() = None;
+}
+
+/// The ECAM window in use, if any.
+pub fn ecam() -> Option<Ecam> {
+    *ECAM.read()
+}
+
+/// The virtual address of `a`'s configuration page in the ECAM mirror, mapped on first use;
+/// `None` without ECAM, for a bus outside the window, or when mapping failed (ports then).
+fn ecam_page(a: PciAddress) -> Option<u64> {
+    let e = (*ECAM.read())?;
+    if a.bus < e.bus_start || a.bus > e.bus_end {
+        return None;
+    }
+    let index = (usize::from(a.bus) << 8)
+        | (usize::from(a.device & 0x1f) << 3)
+        | usize::from(a.function & 7);
+    let offset = (index as u64) << 12;
+    let virt = crate::layout::ECAM_VIRT + offset;
+    let mut mapped = ECAM_MAPPED.lock();
+    if mapped[index / 64] & (1 << (index % 64)) == 0 {
+        // SAFETY: `virt` is this function's page of the ECAM mirror, reserved in `layout` and
+        // mapped only here, once (the bitmap under its lock); `e.base + offset` lies in the
+        // ECAM window, which `use_ecam` checked is not RAM: device memory the firmware names.
+        unsafe { crate::paging::map_device_page(virt, e.base + offset) }.ok()?;
+        mapped[index / 64] |= 1 << (index % 64);
+    }
+    Some(virt)
+}
+
+/// Reads the dword at `offset` (0-4095, rounded down to a multiple of 4) of `a`'s
+/// configuration space through ECAM: `None` without ECAM for this function.
+pub fn read_config_ecam(a: PciAddress, offset: u16) -> Option<u32> {
+    let virt = ecam_page(a)? + u64::from(offset & 0xffc);
+    // SAFETY: inside the function's mapped, uncached ECAM page, 4-byte aligned; a
+    // configuration read has no side effect on the registers the kernel reads.
+    Some(unsafe { core::ptr::read_volatile(virt as *const u32) })
+}
+
+/// Reads the configuration dword at `offset` (rounded down to a multiple of 4): through ECAM
+/// where it is in use for this function, else the ports.
 pub fn read_config(a: PciAddress, offset: u8) -> u32 {
+    if let Some(v) = read_config_ecam(a, u16::from(offset)) {
+        return v;
+    }
+    read_config_ports(a, offset)
+}
+
+/// Reads the configuration dword at `offset` through ports 0xCF8/0xCFC (enumeration, and the
+/// cross-check of ECAM at boot).
+pub fn read_config_ports(a: PciAddress, offset: u8) -> u32 {
     let _guard = LOCK.lock();
     // SAFETY: 0xCF8/0xCFC are the PCI configuration mechanism on every PC and only this module
     // uses them (under LOCK); reading the standard header has no side effect.
@@ -95,6 +179,13 @@ pub fn read_config(a: PciAddress, offset: u8) -> u32 {
 
 /// Writes a configuration dword. Crate-private: see the module comment.
 fn write_config(a: PciAddress, offset: u8, value: u32) {
+    if let Some(page) = ecam_page(a) {
+        let virt = page + u64::from(offset & 0xfc);
+        // SAFETY: inside the function's mapped, uncached ECAM page, aligned; what is written
+        // is what the callers below write through the ports otherwise (see there).
+        unsafe { core::ptr::write_volatile(virt as *mut u32, value) };
+        return;
+    }
     let _guard = LOCK.lock();
     // SAFETY: as in `read_config`; the callers in this module only write the command register
     // and BARs of a function they were asked to prepare, restoring what they size, and an EHCI
@@ -106,12 +197,14 @@ fn write_config(a: PciAddress, offset: u8, value: u32) {
 }
 
 fn function_at(address: PciAddress) -> Option<PciFunction> {
-    let id = read_config(address, VENDOR_DEVICE);
+    // Enumeration probes every slot: through the ports, so ECAM's pages are mapped only for
+    // the functions that exist.
+    let id = read_config_ports(address, VENDOR_DEVICE);
     if id & 0xffff == 0xffff {
         return None;
     }
-    let class = read_config(address, CLASS);
-    let header = read_config(address, HEADER_TYPE);
+    let class = read_config_ports(address, CLASS);
+    let header = read_config_ports(address, HEADER_TYPE);
     Some(PciFunction {
         address,
         vendor: id as u16,

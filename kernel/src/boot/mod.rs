@@ -21,8 +21,8 @@ use crate::traps;
 use crate::traps::fatal::{self, Status};
 use actions::run_test_action;
 use report::{
-    report_acpi, report_apic, report_boot, report_checks, report_cpu, report_iommu, report_pmu,
-    report_tsc, report_usb_handoff,
+    report_acpi, report_apic, report_boot, report_checks, report_cpu, report_iommu, report_pci,
+    report_pmu, report_tsc, report_usb_handoff,
 };
 
 /// Kernel entry, called by the bootloader stub in `main.rs`.
@@ -95,6 +95,9 @@ pub fn run(boot_info: &'static mut BootInfo) -> ! {
     report_pmu(&cpu);
 
     crate::devices::clock::set_tsc_hz(tsc.chosen.map(|f| f.hz));
+    report_pci(&crate::devices::pci::configure(
+        acpi.as_ref().map_or(&[][..], |a| a.mcfg.as_slice()),
+    ));
     // Before any DMA: an IOMMU the firmware left on would block the controllers'.
     if let Some(dmar) = acpi.as_ref().and_then(|a| a.dmar.as_ref()) {
         report_iommu(&crate::devices::iommu::disable_dma_blocking(dmar));

@@ -674,3 +674,37 @@ pub(super) fn report_iommu(units: &[crate::devices::iommu::Unit]) {
         say!("iommu  {l}");
     }
 }
+
+/// The `pci` record: how configuration space is reached.
+pub(super) fn report_pci(p: &crate::devices::pci::PciReport) {
+    record("pci", |r| {
+        let r = r
+            .str("access", p.access)
+            .u64("functions", p.functions as u64)
+            .u64("ecam_agree", p.agree as u64)
+            .u64("extended_capabilities", p.extended as u64)
+            .str_array("problems", p.problems.iter().map(String::as_str));
+        match p.ecam {
+            Some(e) => r.object("ecam", |r| {
+                r.hex("base", e.base)
+                    .u64("bus_start", u64::from(e.bus_start))
+                    .u64("bus_end", u64::from(e.bus_end))
+            }),
+            None => r.null("ecam"),
+        }
+    });
+    match p.ecam {
+        Some(e) => say!(
+            "pci    {} functions | ECAM at {:#x} buses {}-{} (MCFG), checked against the ports on all | {} with PCIe extended capabilities",
+            p.functions,
+            e.base,
+            e.bus_start,
+            e.bus_end,
+            p.extended
+        ),
+        None => say!("pci    {} functions | ports 0xCF8/0xCFC", p.functions),
+    }
+    for problem in &p.problems {
+        say!("       {problem}");
+    }
+}
