@@ -205,8 +205,11 @@ fn boot(row: &Row) -> RunOutcome {
         qemu.extra_args
             .extend(["-machine".to_string(), m.to_string()]);
     }
+    // The memory file of the 64 GiB row goes to the temporary directory (QEMU makes and
+    // unlinks a file there), never the working directory.
+    let tmp = std::env::temp_dir().display().to_string();
     qemu.extra_args
-        .extend(row.extra.iter().map(|s| s.to_string()));
+        .extend(row.extra.iter().map(|s| s.replace("TMPDIR", &tmp)));
     let payloads = ["hello", "add-latency"]
         .iter()
         .map(|n| {
