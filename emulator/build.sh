@@ -27,8 +27,12 @@ SUITE=bookworm-backports
 # brings its own in a build-local venv from the wheels below (python3-venv, pip).
 BUILD_DEPS=(dpkg-dev ninja-build libglib2.0-dev libpixman-1-dev libfdt-dev flex bison
     gcc make python3 python3-venv python3-pip pkg-config)
-# The firmware the binary loads (--firmwarepath): the packages QEMU 10 itself uses.
+# The firmware the binary loads (--firmwarepath): that of Debian's QEMU 10 packages, from
+# bookworm-backports. QEMU 10 needs SeaBIOS 1.16.3 or later (Debian's qemu-system-x86 10.0
+# depends on it): with bookworm's 1.16.2 a BIOS boot stalls 30 s under TCG and never ends
+# under -icount.
 FIRMWARE_DEPS=(qemu-system-x86 seabios)
+MIN_SEABIOS=1.16.3
 # Debian's "+ds" tarball drops QEMU's python/wheels; these are the versions QEMU 10.0
 # bundles there (pythondeps.toml), fetched with pip and installed by configure offline.
 WHEELS=(meson==1.5.0 pycotap==1.3.1)
@@ -118,20 +122,32 @@ missing_packages() {
 }
 
 ensure_build_deps() {
-    local missing firmware
+    local missing
     mapfile -t missing < <(missing_packages "${BUILD_DEPS[@]}")
-    mapfile -t firmware < <(missing_packages "${FIRMWARE_DEPS[@]}")
-    if [ "${#missing[@]}" -gt 0 ] || [ "${#firmware[@]}" -gt 0 ]; then
-        sudo_cmd apt-get update -qq
-    fi
     if [ "${#missing[@]}" -gt 0 ]; then
         say "installing build dependencies with apt-get: ${missing[*]}"
+        sudo_cmd apt-get update -qq
         sudo_cmd env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >&2
     fi
-    if [ "${#firmware[@]}" -gt 0 ]; then
-        say "installing the firmware packages from $SUITE with apt-get: ${firmware[*]}"
-        sudo_cmd env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -t "$SUITE" "${firmware[@]}" >&2
-    fi
+}
+
+# Whether the installed firmware packages are QEMU 10's (SeaBIOS new enough).
+firmware_ok() {
+    local seabios
+    [ -z "$(missing_packages "${FIRMWARE_DEPS[@]}")" ] || return 1
+    seabios="$(dpkg-query -W -f='${Version}' seabios 2>/dev/null)"
+    dpkg --compare-versions "$seabios" ge "$MIN_SEABIOS"
+}
+
+# Installs QEMU 10 and its firmware from bookworm-backports when the installed firmware is
+# older (the same packages scripts/provision.sh installs for plain TCG runs).
+ensure_firmware() {
+    firmware_ok && return
+    ensure_backports_entry
+    say "the emulator loads the firmware of Debian's QEMU 10 (SeaBIOS $MIN_SEABIOS or later; installed: $(dpkg-query -W -f='${Version}' seabios 2>/dev/null || echo none)): installing ${FIRMWARE_DEPS[*]} from $SUITE with apt-get"
+    sudo_cmd apt-get update -qq
+    sudo_cmd env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -t "$SUITE" "${FIRMWARE_DEPS[@]}" >&2
+    firmware_ok || die "the firmware packages are still too old after installing them from $SUITE"
 }
 
 # The source versions of qemu 10.0.x that apt knows, newest first.
@@ -196,6 +212,7 @@ main() {
             [ -n "$s" ] || continue
             bin="$cache_root/qemu-pmu-$(key_of "$s")/qemu-system-x86_64"
             if [ -x "$bin" ]; then
+                ensure_firmware
                 printf '%s\n' "$bin"
                 return 0
             fi
@@ -218,6 +235,7 @@ main() {
 
     ensure_backports_entry
     ensure_build_deps
+    ensure_firmware
 
     local start
     start=$(date +%s)
