@@ -262,7 +262,7 @@ main() {
         printf '%s\n' "$bin"
         return
     fi
-    say "building QEMU $source with the emulated PMU (first use only; about 13 minutes on 2 cores)"
+    say "building QEMU $source with the emulated PMU (first use only; about 3 to 5 minutes on 2 cores)"
     say "cache $dir"
     local src="$work/src"
 
