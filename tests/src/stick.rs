@@ -74,15 +74,7 @@ pub fn boot(image: &Path, place: Option<&Place>, how: &StickBoot) -> Result<Stic
     let qmp_path = dir.path().join("qmp.sock");
     let serial_path = dir.path().join("serial.log");
     let mut cmd = Command::new(qemu_binary().map_err(|e| format!("{e:#}"))?);
-    cmd.args([
-        "-machine",
-        "q35",
-        "-m",
-        "256M",
-        "-accel",
-        "tcg",
-        "-cpu",
-    ]);
+    cmd.args(["-machine", "q35", "-m", "256M", "-accel", "tcg", "-cpu"]);
     // As baremark's own runs (boot/src/qemu.rs): QEMU 9.0-10.0 stop with "Bad icount read"
     // when an x2APIC timer is read under -icount, so `max` runs xAPIC there.
     if let Some(shift) = how.icount {
