@@ -35,6 +35,9 @@ struct Row {
     extra: &'static [&'static str],
     /// The APIC mode the kernel must report.
     apic: &'static str,
+    /// Under `-icount shift=0` (stock QEMU 9-10 stop with "Bad icount read" when an x2APIC
+    /// guest reads its timer under icount; the emulator's patch 0007 fixes it there only).
+    icount: bool,
 }
 
 const fn row(name: &'static str) -> Row {
@@ -47,6 +50,7 @@ const fn row(name: &'static str) -> Row {
         memory_mib: 256,
         extra: &[],
         apic: "xapic",
+        icount: true,
     }
 }
 
@@ -108,6 +112,7 @@ const ROWS: &[Row] = &[
     Row {
         cpu: Some("max,+x2apic"),
         apic: "x2apic",
+        icount: false,
         ..row("x2APIC enabled by the kernel")
     },
     Row {
@@ -190,7 +195,7 @@ fn boot(row: &Row) -> RunOutcome {
     let mut qemu = QemuOptions::new(row.firmware, Accel::Tcg);
     qemu.timeout = Duration::from_secs(300);
     qemu.memory_mib = row.memory_mib;
-    qemu.icount = Some(0);
+    qemu.icount = row.icount.then_some(0);
     qemu.pmu_model = row.pmu;
     qemu.cpu = row.cpu.map(|c| match (c, row.pmu) {
         (c, Some(m)) if m.name().starts_with("intel") && !c.contains(',') => {
