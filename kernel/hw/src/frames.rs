@@ -335,10 +335,10 @@ impl RegionFrameAllocator {
         &self.regions[..self.len]
     }
 
-    /// Total usable memory in bytes (at construction), the reserve below 4 GiB included.
+    /// Usable memory in bytes (at construction) for ordinary allocations: the reserve below
+    /// 4 GiB ([`RegionFrameAllocator::dma32_reserve`]) is not in it.
     pub fn usable_bytes(&self) -> u64 {
         self.regions().iter().map(|r| r.end - r.start).sum::<u64>()
-            + (self.dma32.end - self.dma32.start)
     }
 
     /// Frames in use: handed out and not freed.
@@ -610,7 +610,7 @@ mod tests {
                 end: 0x410_0000
             }
         );
-        assert_eq!(a.usable_bytes(), 0x400_0000 + (2 << 32));
+        assert_eq!(a.usable_bytes(), 0x3f0_0000 + (2 << 32), "the reserve is not in it");
         // While ordinary memory below 4 GiB lasts, it is used first.
         assert_eq!(a.allocate_contiguous_dma32(4), Some(0x10_0000));
         // Use up the low region: ordinary allocations now come from above 4 GiB.
