@@ -610,7 +610,11 @@ mod tests {
                 end: 0x410_0000
             }
         );
-        assert_eq!(a.usable_bytes(), 0x3f0_0000 + (2 << 32), "the reserve is not in it");
+        assert_eq!(
+            a.usable_bytes(),
+            0x3f0_0000 + (2 << 32),
+            "the reserve is not in it"
+        );
         // While ordinary memory below 4 GiB lasts, it is used first.
         assert_eq!(a.allocate_contiguous_dma32(4), Some(0x10_0000));
         // Use up the low region: ordinary allocations now come from above 4 GiB.
