@@ -116,6 +116,23 @@ const ROWS: &[Row] = &[
         ..row("x2APIC enabled by the kernel")
     },
     Row {
+        firmware: Firmware::Uefi,
+        apic: "x2apic",
+        icount: false,
+        // OVMF turns x2APIC on itself with more than 255 CPUs (APIC IDs past 255); QEMU then
+        // wants interrupt remapping with extended interrupt mode.
+        extra: &[
+            "-smp",
+            "288",
+            "-device",
+            "intel-iommu,intremap=on,eim=on",
+            "-machine",
+            "kernel-irqchip=split",
+        ],
+        memory_mib: 1024,
+        ..row("x2APIC already enabled by the firmware (288 CPUs, UEFI)")
+    },
+    Row {
         memory_mib: 4096,
         ..row("4 GiB")
     },
@@ -252,6 +269,13 @@ fn check(row: &Row, outcome: &RunOutcome) -> String {
     assert_ne!(method, "none", "{name}");
     let apic = expect_record(outcome, "apic");
     assert_eq!(apic.str("mode"), Some(row.apic), "{name}: {:?}", apic.value);
+    let by_firmware = row.extra.contains(&"288");
+    assert_eq!(
+        apic.get("x2apic_at_entry").as_bool(),
+        Some(by_firmware),
+        "{name}: {:?}",
+        apic.value
+    );
     let boot = expect_record(outcome, "boot");
     let usable = boot.get("memory")["usable_bytes"].as_u64().unwrap();
     let asked = u64::from(row.memory_mib) << 20;
@@ -355,4 +379,87 @@ fn matrix_subset() {
 #[ignore = "the whole platform matrix: scripts/matrix.sh"]
 fn matrix_full() {
     run(ROWS);
+}
+
+/// Intel's perfmon tables split model 0x55 by stepping: Skylake-SP 0-4, Cascade Lake 5-F. The
+/// host packs one table per stepping, as `pack_perfmon` does from the mapfile; a Cascade Lake
+/// boot must use the Cascade Lake table (its stepping), not Skylake-SP's. The tables here are
+/// made for the test (../shared/perfmon has no SKX or CLX files), each naming the instructions
+/// event under its own name.
+#[test]
+fn cascadelake_server_uses_the_table_of_its_stepping() {
+    use events::event::{EventDesc, EventSelect, Source};
+    use events::table::EventTable;
+    let table = |name: &str, stepping: u32| {
+        let mut e = EventDesc::gp(name, EventSelect::new(0xc0, 0), Source::Perfmon);
+        e.gp_counters = Some(0b1111);
+        let cpu = events::cpu::CpuModel {
+            stepping: Some(stepping),
+            ..events::cpu::CpuModel::new(events::cpu::Vendor::Intel, 6, 0x55)
+        };
+        let t = EventTable::new(vec![e])
+            .unwrap()
+            .with_target(Some(cpu), None);
+        (
+            format!("events/{cpu}.tab"),
+            t.to_bytes_without_descriptions(),
+        )
+    };
+    let mut members = vec![table("SKX_ONLY.INSTRUCTIONS", 4)];
+    members.extend((5..=15).map(|s| table("CLX_ONLY.INSTRUCTIONS", s)));
+    let mut qemu = QemuOptions::new(Firmware::Bios, Accel::Tcg);
+    qemu.timeout = Duration::from_secs(180);
+    qemu.icount = Some(0);
+    qemu.pmu_model = Some(PmuModel::IntelV4);
+    qemu.cpu = Some(format!("Cascadelake-Server,{TCG_OFF}"));
+    qemu.binary = Some(baremark::qemu::emulated_pmu_qemu().expect("the emulated PMU's QEMU"));
+    let config = RunConfig {
+        payloads: vec![(
+            "add-latency".into(),
+            baremark::payloads::builtin("add-latency")
+                .unwrap()
+                .elf
+                .to_vec(),
+        )],
+        events: Some("CLX_ONLY.INSTRUCTIONS:u,SKX_ONLY.INSTRUCTIONS:u".into()),
+        extra_members: members,
+        reps: Some(3),
+        warmup: Some(1),
+        ..RunConfig::default()
+    };
+    let request = BootRequest {
+        config,
+        qemu,
+        log: None,
+    };
+    let outcome = session::boot(&request, &mut |_| {}).unwrap();
+    expect_ok_end(&outcome);
+    let cpu = expect_record(&outcome, "cpu");
+    assert_eq!(cpu.u64("model"), Some(0x55));
+    assert!(
+        cpu.u64("stepping").unwrap() >= 5,
+        "QEMU's Cascade Lake: {:?}",
+        cpu.value
+    );
+    let result = |event: &str| {
+        outcome
+            .records_of("result")
+            .find(|r| r.str("event") == Some(event))
+            .unwrap_or_else(|| panic!("no result for {event}"))
+    };
+    let clx = result("CLX_ONLY.INSTRUCTIONS:u");
+    assert_eq!(
+        clx.get("supported"),
+        &serde_json::Value::Bool(true),
+        "{:?}",
+        clx.value
+    );
+    assert_eq!(clx.get("per_iteration")["median"].as_f64(), Some(10.0));
+    let skx = result("SKX_ONLY.INSTRUCTIONS:u");
+    assert_eq!(skx.get("supported"), &serde_json::Value::Bool(false));
+    assert!(
+        skx.str("reason").unwrap().contains("unknown event name"),
+        "{:?}",
+        skx.value
+    );
 }

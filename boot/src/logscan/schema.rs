@@ -123,6 +123,7 @@ const FIELDS: &[(&str, &[&str])] = &[
             "version",
             "lvt_entries",
             "base",
+            "x2apic_at_entry",
             "timer_hz",
             "timer_divide",
             "timer_vector",

@@ -57,6 +57,9 @@ pub struct ApicInfo {
     pub lvt_entries: u8,
     /// Physical base of the xAPIC page (from IA32_APIC_BASE), also reported in x2APIC mode.
     pub base_phys: u64,
+    /// The firmware handed the APIC over already in x2APIC mode (OVMF does with more than 255
+    /// CPUs); it is kept in it.
+    pub x2apic_at_entry: bool,
 }
 
 /// Why the APIC could not be brought up.
@@ -134,6 +137,7 @@ pub fn init(x2apic: bool, spurious_vector: u8) -> Result<ApicInfo, ApicError> {
         version: version_reg as u8,
         lvt_entries,
         base_phys,
+        x2apic_at_entry: base & EXTD != 0,
     })
 }
 

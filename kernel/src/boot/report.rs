@@ -475,6 +475,7 @@ pub(super) fn report_apic(apic: &ApicReport) {
                     .hex("version", u64::from(info.version))
                     .u64("lvt_entries", u64::from(info.lvt_entries))
                     .hex("base", info.base_phys)
+                    .bool("x2apic_at_entry", info.x2apic_at_entry)
                     .opt_u64("timer_hz", apic.timer_hz)
                     .u64(
                         "timer_divide",
