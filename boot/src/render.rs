@@ -314,38 +314,14 @@ pub fn record_lines(r: &Record, vendor: Option<Vendor>) -> Option<String> {
             }
             line
         }
-        "iommu" => r
-            .get("results")
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str)
-            .enumerate()
-            .map(|(i, l)| format!("{}{l}", label(if i == 0 { "iommu" } else { "" })))
-            .collect::<Vec<_>>()
-            .join("\n"),
-        "usb_handoff" => {
-            let results: Vec<&str> = r
-                .get("results")
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(Value::as_str)
-                .collect();
-            if results.is_empty() {
-                format!(
-                    "{}no USB controller to take from the firmware",
-                    label("usb")
-                )
-            } else {
-                results
-                    .iter()
-                    .enumerate()
-                    .map(|(i, l)| format!("{}{l}", label(if i == 0 { "usb" } else { "" })))
-                    .collect::<Vec<_>>()
-                    .join("\n")
-            }
+        "iommu" => labelled_lines("iommu", r.get("results")),
+        "usb_handoff" if r.get("results").as_array().is_some_and(|a| !a.is_empty()) => {
+            labelled_lines("usb", r.get("results"))
         }
+        "usb_handoff" => format!(
+            "{}no USB controller to take from the firmware",
+            label("usb")
+        ),
         "acpi" => match r.str("state") {
             Some("ok" | "problems") => {
                 let tables: Vec<&str> = r
@@ -772,6 +748,19 @@ pub fn record_lines(r: &Record, vendor: Option<Vendor>) -> Option<String> {
         );
     }
     Some(out)
+}
+
+/// An array of strings as lines, the first under `name`'s label, the others indented.
+fn labelled_lines(name: &str, lines: &Value) -> String {
+    lines
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .enumerate()
+        .map(|(i, l)| format!("{}{l}", label(if i == 0 { name } else { "" })))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 #[cfg(test)]

@@ -23,8 +23,9 @@ pub fn boot(
     boot_with(qemu, config)
 }
 
-/// Boots with these QEMU options and returns everything observed.
-fn boot_with(qemu: QemuOptions, config: RunConfig) -> RunOutcome {
+/// Boots with these QEMU options and returns everything observed; panics (failing the test)
+/// if QEMU cannot be started, with the reason.
+pub fn boot_with(qemu: QemuOptions, config: RunConfig) -> RunOutcome {
     let request = BootRequest {
         config,
         qemu,

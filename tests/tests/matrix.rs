@@ -17,8 +17,8 @@ use std::time::Duration;
 use baremark::image::{Firmware, RunConfig};
 use baremark::qemu::{Accel, PmuModel, QemuOptions};
 use baremark::records::Record;
-use baremark::session::{self, BootRequest, RunOutcome};
-use baremark_tests::{expect_ok_end, expect_record};
+use baremark::session::RunOutcome;
+use baremark_tests::{boot_with, expect_ok_end, expect_record};
 
 /// One machine of the matrix.
 #[derive(Clone, Copy, Debug)]
@@ -248,12 +248,7 @@ fn boot(row: &Row) -> RunOutcome {
         warmup: Some(1),
         ..RunConfig::default()
     };
-    let request = BootRequest {
-        config,
-        qemu,
-        log: None,
-    };
-    session::boot(&request, &mut |_| {}).unwrap_or_else(|e| panic!("{}: {e:#}", row.name))
+    boot_with(qemu, config)
 }
 
 /// Checks one row's run; returns its line for the table.
@@ -427,12 +422,7 @@ fn cascadelake_server_uses_the_table_of_its_stepping() {
         warmup: Some(1),
         ..RunConfig::default()
     };
-    let request = BootRequest {
-        config,
-        qemu,
-        log: None,
-    };
-    let outcome = session::boot(&request, &mut |_| {}).unwrap();
+    let outcome = boot_with(qemu, config);
     expect_ok_end(&outcome);
     let cpu = expect_record(&outcome, "cpu");
     assert_eq!(cpu.u64("model"), Some(0x55));

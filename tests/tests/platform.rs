@@ -10,8 +10,8 @@ use std::time::Duration;
 use baremark::image::{Firmware, RunConfig};
 use baremark::qemu::{Accel, QemuOptions};
 use baremark::records::Record;
-use baremark::session::{self, BootRequest, RunOutcome};
-use baremark_tests::{expect_ok_end, expect_record};
+use baremark::session::RunOutcome;
+use baremark_tests::{boot_with, expect_ok_end, expect_record};
 use serde_json::Value;
 
 /// Boots `payloads` with `-machine` options `machine` (merged with q35's), `icount`.
@@ -33,12 +33,7 @@ fn boot(firmware: Firmware, machine: Option<&str>, icount: Option<u32>) -> RunOu
         task_budget_ms: Some(5000),
         ..RunConfig::default()
     };
-    let request = BootRequest {
-        config,
-        qemu,
-        log: None,
-    };
-    session::boot(&request, &mut |_| {}).unwrap_or_else(|e| panic!("could not boot: {e:#}"))
+    boot_with(qemu, config)
 }
 
 fn source<'a>(tsc: &'a Record, name: &str) -> &'a Value {
@@ -181,12 +176,7 @@ fn every_usb_controller_is_taken_from_the_firmware_at_boot_without_a_results_fil
     qemu.extra_args = ["-device", "qemu-xhci", "-device", "ich9-usb-ehci1"]
         .map(String::from)
         .to_vec();
-    let request = BootRequest {
-        config: RunConfig::default(),
-        qemu,
-        log: None,
-    };
-    let outcome = session::boot(&request, &mut |_| {}).unwrap();
+    let outcome = boot_with(qemu, RunConfig::default());
     expect_ok_end(&outcome);
     let h = expect_record(&outcome, "usb_handoff");
     assert_eq!(h.u64("controllers"), Some(2), "{:?}", h.value);
@@ -216,12 +206,7 @@ fn an_intel_iommu_is_found_in_the_dmar_and_dma_passes() {
     let mut qemu = QemuOptions::new(Firmware::Bios, Accel::Tcg);
     qemu.timeout = Duration::from_secs(60);
     qemu.extra_args = ["-device", "intel-iommu"].map(String::from).to_vec();
-    let request = BootRequest {
-        config: RunConfig::default(),
-        qemu,
-        log: None,
-    };
-    let outcome = session::boot(&request, &mut |_| {}).unwrap();
+    let outcome = boot_with(qemu, RunConfig::default());
     expect_ok_end(&outcome);
     let acpi = expect_record(&outcome, "acpi");
     assert!(
@@ -264,12 +249,7 @@ fn harness_run(lines: &[&str]) -> RunOutcome {
         extra_lines: lines.iter().map(|l| l.to_string()).collect(),
         ..RunConfig::default()
     };
-    let request = BootRequest {
-        config,
-        qemu,
-        log: None,
-    };
-    session::boot(&request, &mut |_| {}).unwrap()
+    boot_with(qemu, config)
 }
 
 #[test]
@@ -305,12 +285,7 @@ fn pci_configuration_goes_through_ecam_from_the_mcfg_after_a_check_against_the_p
         let mut qemu = QemuOptions::new(firmware, Accel::Tcg);
         qemu.timeout = Duration::from_secs(90);
         qemu.extra_args = ["-device", "qemu-xhci"].map(String::from).to_vec();
-        let request = BootRequest {
-            config: RunConfig::default(),
-            qemu,
-            log: None,
-        };
-        let outcome = session::boot(&request, &mut |_| {}).unwrap();
+        let outcome = boot_with(qemu, RunConfig::default());
         expect_ok_end(&outcome);
         let pci = expect_record(&outcome, "pci");
         assert_eq!(

@@ -24,6 +24,12 @@ pub const SAMPLES: usize = 3;
 /// 2^30 TSC ticks: 10 ms for a 100 GHz TSC and 2 s for a 500 MHz one. Far beyond an interval
 /// on any real clock, short enough when the clock is missing.
 const TIMEOUT_TSC: u64 = 1 << 30;
+/// An interval not measured yet.
+const NONE: RefMeasurement = RefMeasurement {
+    ref_ticks: 0,
+    tsc_min: 0,
+    tsc_max: 0,
+};
 /// PIT ticks per interval (10 ms).
 const PIT_TICKS: u16 = 11_932;
 
@@ -34,11 +40,7 @@ fn measure_counter(
     mask: u64,
     window: u64,
 ) -> Result<[RefMeasurement; SAMPLES], String> {
-    let mut out = [RefMeasurement {
-        ref_ticks: 0,
-        tsc_min: 0,
-        tsc_max: 0,
-    }; SAMPLES];
+    let mut out = [NONE; SAMPLES];
     for slot in &mut out {
         let t0a = cpu::rdtsc();
         let r0 = read();
@@ -122,11 +124,7 @@ pub fn pm_timer(block: &PmTimerBlock) -> Result<TscFrequency, String> {
 /// Calibrates against the PIT: `Err` with the reason when it never answers or its result is
 /// implausible (gated off).
 pub fn pit() -> Result<TscFrequency, String> {
-    let mut out = [RefMeasurement {
-        ref_ticks: 0,
-        tsc_min: 0,
-        tsc_max: 0,
-    }; SAMPLES];
+    let mut out = [NONE; SAMPLES];
     for slot in &mut out {
         let s = pit::measure(PIT_TICKS, TIMEOUT_TSC)
             .ok_or_else(|| String::from("its output never went high: absent or gated off"))?;
