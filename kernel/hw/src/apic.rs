@@ -27,6 +27,9 @@ pub mod reg {
     pub const TIMER_INITIAL: u32 = 0x380;
     pub const TIMER_CURRENT: u32 = 0x390;
     pub const TIMER_DIVIDE: u32 = 0x3e0;
+    /// Interrupt command register, low and high halves (xAPIC; x2APIC has one 64-bit MSR).
+    pub const ICR_LOW: u32 = 0x300;
+    pub const ICR_HIGH: u32 = 0x310;
 }
 
 /// LVT mask bit.
@@ -102,6 +105,28 @@ pub fn init(x2apic: bool, spurious_vector: u8) -> Result<ApicInfo, ApicError> {
     };
     let access = *ACCESS.call_once(|| access);
 
+    let (version_reg, lvt_entries) = quiesce(spurious_vector);
+
+    let raw_id = read(reg::ID);
+    Ok(ApicInfo {
+        mode: match access {
+            Access::X2Apic => ApicMode::X2Apic,
+            Access::XApic { .. } => ApicMode::XApic,
+        },
+        id: match access {
+            Access::X2Apic => raw_id,
+            Access::XApic { .. } => raw_id >> 24,
+        },
+        version: version_reg as u8,
+        lvt_entries,
+        base_phys,
+        x2apic_at_entry: base & EXTD != 0,
+    })
+}
+
+/// Masks every LVT entry, clears TPR, the timer and errors, and software-enables this CPU's
+/// APIC with `spurious_vector`. Returns the version register and the number of LVT entries.
+fn quiesce(spurious_vector: u8) -> (u32, u8) {
     let version_reg = read(reg::VERSION);
     let lvt_entries = (((version_reg >> 16) & 0xff) + 1) as u8;
     for lvt in [
@@ -124,20 +149,99 @@ pub fn init(x2apic: bool, spurious_vector: u8) -> Result<ApicInfo, ApicError> {
     const SOFTWARE_ENABLE: u32 = 1 << 8;
     write(reg::SPURIOUS, SOFTWARE_ENABLE | u32::from(spurious_vector));
 
+    (version_reg, lvt_entries)
+}
+
+/// Brings up the local APIC of an application processor in the mode the boot CPU chose (after
+/// [`init`] on the boot CPU): enabled, x2APIC if the boot CPU's is, every LVT entry masked.
+/// Returns this CPU's APIC ID.
+pub fn init_ap(spurious_vector: u8) -> Result<u32, ApicError> {
+    const ENABLE: u64 = 1 << 11;
+    const EXTD: u64 = 1 << 10;
+    let base = msr::read(msr::addr::IA32_APIC_BASE).map_err(ApicError::Msr)?;
+    let x2apic = matches!(ACCESS.get(), Some(Access::X2Apic));
+    let want = if x2apic {
+        base | ENABLE | EXTD
+    } else {
+        base | ENABLE
+    };
+    if base & ENABLE == 0 {
+        // SAFETY: enables this CPU's APIC at its current base (xAPIC first: the architectural
+        // order); no mapping changes.
+        unsafe { msr::write_privileged(msr::addr::IA32_APIC_BASE, (base | ENABLE) & !EXTD) }
+            .map_err(ApicError::Msr)?;
+    }
+    if want != base {
+        // SAFETY: switches this CPU's register access to the boot CPU's mode; its registers are
+        // reached through `ACCESS` like the boot CPU's (the same MMIO page, or MSRs).
+        unsafe { msr::write_privileged(msr::addr::IA32_APIC_BASE, want) }
+            .map_err(ApicError::Msr)?;
+    }
+    quiesce(spurious_vector);
     let raw_id = read(reg::ID);
-    Ok(ApicInfo {
-        mode: match access {
-            Access::X2Apic => ApicMode::X2Apic,
-            Access::XApic { .. } => ApicMode::XApic,
-        },
-        id: match access {
-            Access::X2Apic => raw_id,
-            Access::XApic { .. } => raw_id >> 24,
-        },
-        version: version_reg as u8,
-        lvt_entries,
-        base_phys,
-        x2apic_at_entry: base & EXTD != 0,
+    Ok(if x2apic { raw_id } else { raw_id >> 24 })
+}
+
+/// What an interrupt command sends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ipi {
+    /// A fixed interrupt on `vector`.
+    Fixed(u8),
+    /// INIT, level assert (the start-up sequence's first step).
+    InitAssert,
+    /// INIT, level de-assert (xAPIC only; the SDM's sequence for older APICs).
+    InitDeassert,
+    /// STARTUP: the CPU starts in real mode at `page << 12`.
+    Startup(u8),
+}
+
+/// Sends `ipi` to the CPU with APIC ID `dest` (physical destination mode), and waits (bounded)
+/// for an xAPIC to accept it. Returns false if the xAPIC still showed it pending.
+pub fn send_ipi(dest: u32, ipi: Ipi) -> bool {
+    const LEVEL_ASSERT: u32 = 1 << 14;
+    const LEVEL_TRIGGER: u32 = 1 << 15;
+    const DELIVERY_PENDING: u32 = 1 << 12;
+    let low = match ipi {
+        Ipi::Fixed(v) => u32::from(v) | LEVEL_ASSERT,
+        Ipi::InitAssert => (0b101 << 8) | LEVEL_ASSERT | LEVEL_TRIGGER,
+        Ipi::InitDeassert => (0b101 << 8) | LEVEL_TRIGGER,
+        Ipi::Startup(page) => (0b110 << 8) | u32::from(page) | LEVEL_ASSERT,
+    };
+    match ACCESS.get() {
+        Some(Access::X2Apic) => {
+            // SAFETY: an interrupt command to another CPU; no memory mapping changes.
+            let _ = unsafe {
+                msr::write_privileged(
+                    msr::addr::X2APIC_ICR,
+                    (u64::from(dest) << 32) | u64::from(low),
+                )
+            };
+            true
+        }
+        Some(&Access::XApic { base }) => {
+            // SAFETY: `base` maps the APIC page; ICR high then low (the write of the low half
+            // sends).
+            unsafe {
+                core::ptr::write_volatile(
+                    (base + u64::from(reg::ICR_HIGH)) as *mut u32,
+                    (dest & 0xff) << 24,
+                );
+                core::ptr::write_volatile((base + u64::from(reg::ICR_LOW)) as *mut u32, low);
+            }
+            (0..100_000).any(|_| {
+                core::hint::spin_loop();
+                read(reg::ICR_LOW) & DELIVERY_PENDING == 0
+            })
+        }
+        None => false,
+    }
+}
+
+/// The mode the boot CPU's APIC runs in (`None` before [`init`]).
+pub fn mode() -> Option<ApicMode> {
+    ACCESS.get().map(|a| match a {
+        Access::X2Apic => ApicMode::X2Apic,
+        Access::XApic { .. } => ApicMode::XApic,
     })
 }
 

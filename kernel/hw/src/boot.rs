@@ -94,6 +94,13 @@ pub fn init(boot_info: &'static mut BootInfo) -> Result<BootFacts, BootError> {
         .into_option()
         .ok_or(BootError::NoPhysicalMemoryMapping)?;
     crate::firmware::init(regions);
+    // Before anything is allocated: low memory for the other CPUs' start-up code (`smp`).
+    crate::smp::reserve_low_memory(
+        regions
+            .iter()
+            .filter(|r| r.kind == MemoryRegionKind::Usable)
+            .map(|r| (r.start, r.end)),
+    );
     let allocator = RegionFrameAllocator::new(
         regions
             .iter()

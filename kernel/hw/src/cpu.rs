@@ -34,6 +34,12 @@ pub fn cr0() -> u64 {
     Cr0::read_raw()
 }
 
+/// Raw CR3 (the page-table root and its flag bits).
+pub fn cr3() -> u64 {
+    let (frame, flags) = x86_64::registers::control::Cr3::read_raw();
+    frame.start_address().as_u64() | u64::from(flags)
+}
+
 /// Raw CR4.
 pub fn cr4() -> u64 {
     Cr4::read_raw()

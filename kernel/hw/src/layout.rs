@@ -31,6 +31,9 @@ pub const ECAM_VIRT: u64 = 0xffff_ca00_0000_0000;
 /// Size of the kernel stack the bootloader allocates (the first page below it is a guard page).
 pub const KERNEL_STACK_SIZE: u64 = 256 * 1024;
 
+/// The most CPUs the kernel runs on (more are reported, not started; docs/design.md).
+pub const MAX_CPUS: usize = 512;
+
 /// Size of each interrupt stack (IST) used for double fault, NMI and machine check.
 pub const IST_STACK_SIZE: usize = 16 * 1024;
 

@@ -14,12 +14,14 @@
 //! | `cpu`     | control registers, CPU protections (NX/SMEP/SMAP/UMIP), TSC, halting      |
 //! | `firmware`| firmware memory (ACPI tables) read-only, checked against RAM in use       |
 //! | `fpu`     | x87/SSE/AVX for ring 3: enabled at boot, switched between tasks lazily    |
-//! | `gdt`     | GDT with kernel and user segments, TSS with IST stacks                    |
+//! | `gdt`     | per CPU: GDT with kernel and user segments, TSS with IST stacks           |
+//! | `percpu`  | per-CPU blocks behind the GS base (SWAPGS on every entry from ring 3)     |
 //! | `trap`    | IDT, the 256 entry stubs and `trap_common`: every way into the kernel     |
 //! |           | through an interrupt or exception                                         |
 //! | `paging`  | page-table helpers over the bootloader's physical-memory mapping          |
 //! | `user`    | ring 3: user address spaces, `run` (enter ring 3, come back on SYSCALL or |
 //! |           | trap), the SYSCALL entry                                                  |
+//! | `smp`     | starting the other CPUs (trampoline, INIT-SIPI-SIPI) and handing them jobs |
 //! | `syscall` | the SYSCALL MSRs (EFER.SCE, STAR, LSTAR, SFMASK)                          |
 //! | `drain`   | bounded sends to a device that may stop draining (pure; host-tested)     |
 //! | `frames`  | physical frame allocator over the memory map (pure; host-tested)          |
@@ -75,6 +77,8 @@ pub mod paging;
 #[cfg(target_os = "none")]
 pub mod pci;
 #[cfg(target_os = "none")]
+pub mod percpu;
+#[cfg(target_os = "none")]
 pub mod pic;
 #[cfg(target_os = "none")]
 pub mod pit;
@@ -84,6 +88,8 @@ pub mod pmtimer;
 pub mod port;
 #[cfg(target_os = "none")]
 pub mod serial;
+#[cfg(target_os = "none")]
+pub mod smp;
 #[cfg(target_os = "none")]
 pub mod syscall;
 #[cfg(target_os = "none")]

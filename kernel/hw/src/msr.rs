@@ -27,6 +27,12 @@ pub mod addr {
     /// First x2APIC register; register at xAPIC offset `off` is `X2APIC_BASE + (off >> 4)`.
     pub const X2APIC_BASE: u32 = 0x800;
     pub const IA32_EFER: u32 = 0xc000_0080;
+    /// GS base (the kernel's per-CPU block while kernel code runs, `percpu`).
+    pub const IA32_GS_BASE: u32 = 0xc000_0101;
+    /// The base SWAPGS exchanges with GS base (the user's while the kernel runs).
+    pub const IA32_KERNEL_GS_BASE: u32 = 0xc000_0102;
+    /// The x2APIC interrupt command register (one 64-bit MSR; `apic` sends IPIs through it).
+    pub const X2APIC_ICR: u32 = 0x830;
 }
 
 /// Why an MSR access did not happen.

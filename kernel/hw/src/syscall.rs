@@ -11,7 +11,7 @@
 //! RIP = RCX, RFLAGS = R11, CS = STAR[63:48] + 16 | 3 (0x23, user code), SS = STAR[63:48] + 8 | 3
 //! (0x1b, user data); see the GDT layout in `gdt.rs`.
 
-use spin::Once;
+use core::sync::atomic::Ordering::Relaxed;
 
 use crate::gdt::{
     KERNEL_CODE_SELECTOR, KERNEL_DATA_SELECTOR, USER_CODE_SELECTOR, USER_DATA_SELECTOR,
@@ -47,13 +47,18 @@ pub const STAR: u64 = ((SYSRET_BASE as u64) << 48) | ((KERNEL_CODE_SELECTOR as u
 /// cleared anyway), AC (so SMAP stays in force in the kernel whatever ring 3 set).
 pub const SFMASK: u64 = (1 << 8) | (1 << 9) | (1 << 10) | (3 << 12) | (1 << 14) | (1 << 18);
 
-static INIT: Once<Result<(), MsrError>> = Once::new();
-
-/// Turns SYSCALL on and points it at `entry`, the kernel entry. Idempotent (the first result is
-/// kept); [`crate::user::run`] calls it before the first entry to ring 3, with its own entry's
-/// address (given, not looked up, so this module does not depend on `user.rs`).
+/// Turns SYSCALL on for this CPU and points it at `entry`, the kernel entry. Idempotent per CPU
+/// (the first result is kept in its per-CPU block); [`crate::user::run`] calls it before every
+/// entry to ring 3, with its own entry's address (given, not looked up, so this module does not
+/// depend on `user.rs`).
 pub fn init(entry: u64) -> Result<(), MsrError> {
-    *INIT.call_once(|| {
+    let state = &crate::percpu::this().syscall_state;
+    match state.load(Relaxed) {
+        1 => return Ok(()),
+        2 => return Err(MsrError::GeneralProtection),
+        _ => {}
+    }
+    let result = (|| {
         let efer = msr::read(addr::IA32_EFER)?;
         // SAFETY: STAR holds the selectors of the GDT laid out in `gdt.rs` (checked above),
         // LSTAR the entry in `user.rs`, which switches to the kernel stack before touching
@@ -66,5 +71,7 @@ pub fn init(entry: u64) -> Result<(), MsrError> {
             msr::write_privileged(addr::IA32_EFER, efer | EFER_SCE)?;
         }
         Ok(())
-    })
+    })();
+    state.store(if result.is_ok() { 1 } else { 2 }, Relaxed);
+    result
 }

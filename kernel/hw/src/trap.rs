@@ -230,6 +230,18 @@ struct Idt([Gate; 256]);
 
 static IDT: Once<Idt> = Once::new();
 
+/// Loads the IDT [`init`] built on this CPU (every CPU shares it).
+pub fn load_idt() {
+    if let Some(idt) = IDT.get() {
+        let pointer = DescriptorTablePointer {
+            limit: (core::mem::size_of::<Idt>() - 1) as u16,
+            base: x86_64::VirtAddr::from_ptr(idt),
+        };
+        // SAFETY: as in `init`: the IDT is never freed or modified.
+        unsafe { lidt(&pointer) };
+    }
+}
+
 /// Builds and loads the IDT.
 pub fn init() {
     let idt = IDT.call_once(|| {

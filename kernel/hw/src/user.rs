@@ -28,11 +28,14 @@
 //!
 //! # Stacks
 //!
-//! One CPU, one kernel stack: the stack `run` is called on. `run` stores its stack pointer
-//! (below the saved registers) in `KERNEL_RSP` and in TSS.RSP0. The SYSCALL entry loads it from
-//! `KERNEL_RSP` (no per-CPU data and no SWAPGS: with one CPU a static is enough, and the kernel
-//! never uses GS; the user RSP is parked in a static for the two instructions until it is
-//! stored into the context). Interrupts are off from the start of `run`'s entry sequence until
+//! One kernel stack per CPU: the stack `run` is called on. `run` stores its stack pointer
+//! (below the saved registers) in this CPU's per-CPU block (`percpu`, `gs:[KERNEL_RSP_AT]`,
+//! "KERNEL_RSP" below) and in this CPU's TSS.RSP0. The SYSCALL entry executes SWAPGS first
+//! (GS base = this CPU's block), parks the user RSP in the block for the two instructions until
+//! it is stored into the context, and loads KERNEL_RSP; the trap entry from ring 3 executes
+//! SWAPGS first too, and the return paths execute it right before the virtual TSC's boundary
+//! (so ring 3 always runs with its own GS base). Interrupts are off from the start of `run`'s
+//! entry sequence until
 //! IRETQ/SYSRETQ loads the user RFLAGS, and from the SYSCALL (SFMASK clears IF) or the trap gate
 //! (interrupt gates clear IF) until `run` restores the kernel's RFLAGS. NMI, double fault and
 //! machine check arrive on their IST stacks even from ring 3; they exit `run` the same way.
@@ -355,11 +358,6 @@ const EXIT_SYSCALL: u64 = 1;
 /// Value returned by the assembly when a trap ended the run.
 const EXIT_TRAP: u64 = 2;
 
-/// The kernel stack pointer while a task runs (below `run`'s saved registers); the SYSCALL
-/// entry and the trap exit load it.
-static KERNEL_RSP: AtomicU64 = AtomicU64::new(0);
-/// The user RSP between SYSCALL and its store into the context (one CPU: no per-CPU area).
-static USER_RSP_SCRATCH: AtomicU64 = AtomicU64::new(0);
 /// Entries into ring 3 by IRETQ and by SYSRETQ, since boot.
 static IRETQ_ENTRIES: AtomicU64 = AtomicU64::new(0);
 static SYSRETQ_ENTRIES: AtomicU64 = AtomicU64::new(0);
@@ -443,7 +441,7 @@ global_asm!(
         mov rax, cr3
         push rax
         push rdi
-        mov [rip + {kernel_rsp}], rsp
+        mov gs:[{kernel_rsp}], rsp
         mov [rsi], rsp
         // The counter page's fields that change at every entry besides the boundary's: `seq`,
         // the virtual TSC slot's `base`, `interrupts` (kernel time: before the TSC reading).
@@ -477,6 +475,8 @@ global_asm!(
         mov r13, [rdi + {r13}]
         mov r14, [rdi + {r14}]
         mov r15, [rdi + {r15}]
+        // The user's GS base from here on (percpu.rs): the last use of the kernel's was above.
+        swapgs
         BAREMARK_VTSC_PUBLISH
         mov rax, [rdi + {rax}]
         mov rdx, [rdi + {rdx}]
@@ -498,6 +498,7 @@ global_asm!(
         mov r13, [rdi + {r13}]
         mov r14, [rdi + {r14}]
         mov r15, [rdi + {r15}]
+        swapgs
         BAREMARK_VTSC_PUBLISH
         mov rsp, [rdi + {rsp}]
         mov rax, [rdi + {rax}]
@@ -509,11 +510,13 @@ global_asm!(
     // clear (SFMASK), RSP is still the user's, CR3 the task's (the kernel half is shared).
     .global baremark_syscall_entry
     baremark_syscall_entry:
-        mov [rip + {user_rsp_scratch}], rsp
-        mov rsp, [rip + {kernel_rsp}]
+        // The kernel's GS base (this CPU's block, percpu.rs) first: it holds the kernel stack.
+        swapgs
+        mov gs:[{user_rsp_scratch}], rsp
+        mov rsp, gs:[{kernel_rsp}]
         push rax
         push rdx
-        // The task's virtual TSC stops here: the SYSCALL and these four instructions are all
+        // The task's virtual TSC stops here: the SYSCALL and these five instructions are all
         // of the entry path it sees.
         rdtsc
         shl rdx, 32
@@ -528,7 +531,7 @@ global_asm!(
         mov [rax + {rflags}], r11
         pop rbx
         mov [rax + {rax}], rbx
-        mov rbx, [rip + {user_rsp_scratch}]
+        mov rbx, gs:[{user_rsp_scratch}]
         mov [rax + {rsp}], rbx
         mov eax, {exit_syscall}
         jmp baremark_user_return
@@ -539,10 +542,11 @@ global_asm!(
     // the frame straight into the context, abandons the frame and returns from `run`.
     .global baremark_user_trap_entry
     baremark_user_trap_entry:
+        swapgs
         push rax
         push rdx
-        // The task's virtual TSC stops here: the delivery, the stub, the ring test and these
-        // two pushes are all of the entry path it sees.
+        // The task's virtual TSC stops here: the delivery, the stub, the ring test, the SWAPGS
+        // and these two pushes are all of the entry path it sees.
         rdtsc
         shl rdx, 32
         or rax, rdx
@@ -572,7 +576,7 @@ global_asm!(
 
     // Abandon the trap frame and return from `run`.
     baremark_user_trap_exit:
-        mov rsp, [rip + {kernel_rsp}]
+        mov rsp, gs:[{kernel_rsp}]
         mov ecx, {kernel_ss}
         mov ss, cx
         mov eax, {exit_trap}
@@ -591,8 +595,8 @@ global_asm!(
         pop rbx
         ret
     "#,
-    kernel_rsp = sym KERNEL_RSP,
-    user_rsp_scratch = sym USER_RSP_SCRATCH,
+    kernel_rsp = const crate::percpu::KERNEL_RSP_AT,
+    user_rsp_scratch = const crate::percpu::USER_RSP_AT,
     left_tsc = const offset_of!(UserContext, left_tsc),
     trap_vector = const offset_of!(UserContext, trap_vector),
     trap_error_code = const offset_of!(UserContext, trap_error_code),

@@ -6,6 +6,7 @@
 //! selftest, the payloads, and the `end` record.
 
 mod actions;
+mod cpus;
 mod report;
 
 use baremark_hw::fpu;
@@ -93,6 +94,16 @@ pub fn run(boot_info: &'static mut BootInfo) -> ! {
     report_apic(&apic);
 
     report_pmu(&cpu);
+
+    // The other CPUs, once the boot CPU's APIC, TSC rate and PMU are known (they copy them).
+    let alone = cpus::start_all(
+        acpi.as_ref().and_then(|a| a.madt.as_ref()),
+        apic.info.map_or(0, |i| i.id),
+        apic.timer_hz,
+        tsc.chosen.map(|f| f.hz),
+        config.test_phantom_cpu,
+    );
+    cpus::report(alone);
 
     crate::devices::clock::set_tsc_hz(tsc.chosen.map(|f| f.hz));
     report_pci(&crate::devices::pci::configure(

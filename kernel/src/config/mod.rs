@@ -11,7 +11,9 @@ use core::fmt;
 
 use crate::harness::stats::Overhead;
 use crate::output::results_file::ResultsFile;
-use crate::task::settings::{CounterPermission, MUX_INTERVAL_US_DEFAULT, SAMPLE_MAX, SampleSpec};
+use crate::task::settings::{
+    CounterPermission, MUX_INTERVAL_US_DEFAULT, Pins, SAMPLE_MAX, SampleSpec,
+};
 use crate::traps::OnEnd;
 
 /// Name of the configuration member in the ramdisk archive.
@@ -125,6 +127,11 @@ pub struct RunConfig {
     /// System-wide counters for the whole run (`system = WORD,...`, `counters_configure`
     /// entries): empty: none.
     pub system: Vec<u64>,
+    /// Which CPU each payload runs on (`pin = NAME@CPU,...`; docs/run-config.md).
+    pub pins: Pins,
+    /// Test-only: an APIC ID with no CPU behind it, started like a MADT entry, to prove that a
+    /// CPU that does not answer is reported and the run goes on.
+    pub test_phantom_cpu: Option<u32>,
 }
 
 /// `WORD@PERIOD[,WORD@PERIOD...]` (WORD hex with 0x, PERIOD decimal).
@@ -216,6 +223,8 @@ impl Default for RunConfig {
             counters: CounterPermission::All,
             mux_interval_us: MUX_INTERVAL_US_DEFAULT,
             system: Vec::new(),
+            pins: Pins::default(),
+            test_phantom_cpu: None,
         }
     }
 }
@@ -341,7 +350,7 @@ pub fn parse<'a>(text: &'a str, report: &mut dyn FnMut(ConfigError<'a>)) -> RunC
         source: ConfigSource::Ramdisk,
         ..RunConfig::default()
     };
-    let mut seen = [false; 22];
+    let mut seen = [false; 24];
     // The results file's three keys, checked together after the last line.
     let mut results_place: Option<(u64, u64)> = None;
     let mut disk_signature: Option<u32> = None;
@@ -381,6 +390,8 @@ pub fn parse<'a>(text: &'a str, report: &mut dyn FnMut(ConfigError<'a>)) -> RunC
             "mux_interval_us" => 19,
             "system" => 20,
             "test_smis" => 21,
+            "pin" => 22,
+            "test_phantom_cpu" => 23,
             _ => {
                 report(ConfigError::UnknownKey { line, key });
                 continue;
@@ -443,6 +454,16 @@ pub fn parse<'a>(text: &'a str, report: &mut dyn FnMut(ConfigError<'a>)) -> RunC
             11 => match value.parse::<u32>() {
                 Ok(n) => config.test_pmu_fault = n,
                 _ => report(bad("a switch-in number, 0 (off) or more")),
+            },
+            22 => match Pins::parse(value, baremark_hw::layout::MAX_CPUS) {
+                Some(p) => config.pins = p,
+                None => report(bad(
+                    "NAME@CPU or *@CPU, separated by commas (CPU an index from 0; at most 64)",
+                )),
+            },
+            23 => match value.parse::<u32>() {
+                Ok(id) => config.test_phantom_cpu = Some(id),
+                _ => report(bad("an APIC ID")),
             },
             21 => match value.parse::<u32>() {
                 Ok(n) if n <= 100 => config.test_smis = n,

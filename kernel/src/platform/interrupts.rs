@@ -9,6 +9,9 @@ pub const TIMER_VECTOR: u8 = 0x40;
 /// Vector of the performance-counter interrupt (the LVTPC entry; `pmu::machine` says why it is
 /// a vector and not an NMI).
 pub const PMI_VECTOR: u8 = 0xfe;
+/// Vector of the IPIs that wake a CPU for a job and its waiter when the job is done
+/// (`platform::cpus`).
+pub const WAKE_VECTOR: u8 = baremark_hw::smp::WAKE_VECTOR;
 /// Vector of the local APIC's spurious interrupt.
 pub const SPURIOUS_VECTOR: u8 = 0xff;
 
@@ -20,6 +23,8 @@ pub struct Counts {
     pub nmis: AtomicU64,
     pub spurious_apic: AtomicU64,
     pub spurious_pic: AtomicU64,
+    /// Wake IPIs (jobs handed to other CPUs, and their completions).
+    pub wakes: AtomicU64,
     pub unexpected: AtomicU64,
     pub last_unexpected_vector: AtomicU64,
 }
@@ -31,6 +36,7 @@ pub static COUNTS: Counts = Counts {
     nmis: AtomicU64::new(0),
     spurious_apic: AtomicU64::new(0),
     spurious_pic: AtomicU64::new(0),
+    wakes: AtomicU64::new(0),
     unexpected: AtomicU64::new(0),
     last_unexpected_vector: AtomicU64::new(0),
 };

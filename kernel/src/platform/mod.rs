@@ -1,5 +1,5 @@
 //! The platform: what the kernel learns about the machine and the clocks it keeps time with.
-//! It uses nothing else of the kernel (later: ACPI tables and the other cores).
+//! It uses nothing else of the kernel.
 //!
 //! | module       | job                                                                 | host-tested |
 //! |--------------|---------------------------------------------------------------------|-------------|
@@ -9,6 +9,7 @@
 //! | `interrupts` | the interrupt vectors the kernel uses and the counts of those taken | -   |
 //! | `clocks`     | the reference clocks (HPET, PM timer, PIT) timed with the TSC         | no  |
 //! | `timer`      | the TSC rate and local APIC bring-up, timer calibration and checks  | no  |
+//! | `cpus`       | the CPUs started: core type, PMU leaf, timer; `run_on` another CPU   | no  |
 
 pub mod acpi;
 pub mod cpu;
@@ -17,5 +18,7 @@ pub mod tsc;
 
 #[cfg(target_os = "none")]
 pub mod clocks;
+#[cfg(target_os = "none")]
+pub mod cpus;
 #[cfg(target_os = "none")]
 pub mod timer;

@@ -183,7 +183,7 @@ pub fn bring_up_apic(cpu: &CpuInfo, tsc_hz: Option<u64>, checks: bool) -> ApicRe
 }
 
 /// Measures the timer's input clock: count down (masked, no interrupt) for 10 ms of TSC time.
-fn calibrate_timer(tsc_hz: u64) -> Option<u64> {
+pub fn calibrate_timer(tsc_hz: u64) -> Option<u64> {
     apic::timer_arm(
         TimerMode::OneShot,
         TIMER_VECTOR,

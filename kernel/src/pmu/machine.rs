@@ -175,6 +175,14 @@ pub fn init(cpu: &CpuInfo) -> Discovery {
     d
 }
 
+/// Arms the executing CPU's LVTPC as `init` armed the boot CPU's (another CPU, at its start):
+/// on the PMI vector, masked when there are no counters.
+pub fn arm_pmi_here() {
+    let tsc_only =
+        with_pmu(|pmu, _| pmu.discovery.choice == BackendChoice::TscOnly).unwrap_or(true);
+    apic::set_lvt_perf(PmiDelivery::Vector(PMI_VECTOR), tsc_only);
+}
+
 /// Runs `f` with the PMU and the hardware MSR door. `None` before `init`.
 pub fn with_pmu<R>(f: impl FnOnce(&mut Pmu, &mut HwMsr) -> R) -> Option<R> {
     let mut guard = PMU.lock();

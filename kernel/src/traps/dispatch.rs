@@ -12,7 +12,7 @@ use core::sync::atomic::Ordering::Relaxed;
 use baremark_hw::trap::TrapFrame;
 use baremark_hw::{apic, cpu, pic};
 
-use crate::platform::interrupts::{COUNTS, PMI_VECTOR, SPURIOUS_VECTOR, TIMER_VECTOR};
+use crate::platform::interrupts::{COUNTS, PMI_VECTOR, SPURIOUS_VECTOR, TIMER_VECTOR, WAKE_VECTOR};
 
 /// Entry point from the trap dispatcher.
 pub fn handle(frame: &mut TrapFrame) {
@@ -42,6 +42,10 @@ pub fn interrupt(vector: u8) {
             apic::eoi();
         }
         PMI_VECTOR => crate::pmu::machine::on_pmi(),
+        WAKE_VECTOR => {
+            COUNTS.wakes.fetch_add(1, Relaxed);
+            apic::eoi();
+        }
         SPURIOUS_VECTOR => {
             // No EOI for a spurious APIC interrupt.
             COUNTS.spurious_apic.fetch_add(1, Relaxed);

@@ -70,6 +70,7 @@ pub fn end(status: Status, reason: Option<&str>) -> ! {
                     .u64("spurious_apic", COUNTS.spurious_apic.load(Relaxed))
                     .u64("spurious_pic", COUNTS.spurious_pic.load(Relaxed))
                     .u64("unexpected", COUNTS.unexpected.load(Relaxed))
+                    .u64("wake_ipi", COUNTS.wakes.load(Relaxed))
                     .u64("pmi", crate::pmu::machine::PMI_COUNTS.handled.load(Relaxed))
                     .u64(
                         "pmi_busy",
