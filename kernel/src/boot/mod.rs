@@ -178,6 +178,7 @@ pub fn run(boot_info: &'static mut BootInfo) -> ! {
         mux_interval_us: config.mux_interval_us,
         timer_hz: apic.timer_hz,
         system: config.system.clone(),
+        pins: config.pins.clone(),
     });
     let frames_before = baremark_hw::paging::frame_stats();
     if config.canary {

@@ -455,7 +455,7 @@ pub fn parse<'a>(text: &'a str, report: &mut dyn FnMut(ConfigError<'a>)) -> RunC
                 Ok(n) => config.test_pmu_fault = n,
                 _ => report(bad("a switch-in number, 0 (off) or more")),
             },
-            22 => match Pins::parse(value, baremark_hw::layout::MAX_CPUS) {
+            22 => match Pins::parse(value, crate::task::settings::PIN_CPU_MAX) {
                 Some(p) => config.pins = p,
                 None => report(bad(
                     "NAME@CPU or *@CPU, separated by commas (CPU an index from 0; at most 64)",

@@ -534,8 +534,11 @@ pub fn emit_start(payload: &str, bench: &Bench, plan: &RunPlan, sink: &mut dyn S
             used <= START_EVENTS_BUDGET
         })
         .count();
+    let cpu = crate::platform::cpus::current();
     sink.record("bench_start", &mut |r| {
         r.str("payload", payload)
+            .u64("cpu", cpu as u64)
+            .str("core_type", crate::platform::cpus::core_type_name(cpu))
             .str("bench", &bench.name)
             .u64("iterations", bench.iterations)
             .opt_u64("bytes_per_iteration", bench.bytes_per_iteration)
@@ -576,6 +579,7 @@ pub fn emit_report(
         sink.record("result", &mut |r| {
             let r = r
                 .str("payload", payload)
+                .u64("cpu", crate::platform::cpus::current() as u64)
                 .str("bench", &bench.name)
                 .str("event", &res.event)
                 .str("unit", res.unit)

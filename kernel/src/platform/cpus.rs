@@ -91,6 +91,11 @@ pub struct Cpu {
 
 static CPUS: Mutex<Vec<Cpu>> = Mutex::new(Vec::new());
 
+// run.cfg `pin` accepts the CPU indexes the kernel can start; the wake vector is the one the
+// trap handler knows.
+const _: () = assert!(crate::task::settings::PIN_CPU_MAX == baremark_hw::layout::MAX_CPUS);
+const _: () = assert!(crate::platform::interrupts::WAKE_VECTOR == smp::WAKE_VECTOR);
+
 /// Records the CPUs the boot sequence found and started.
 pub fn set_all(cpus: Vec<Cpu>) {
     *CPUS.lock() = cpus;
@@ -116,6 +121,16 @@ pub fn online_count() -> usize {
         .filter(|c| c.state == CpuState::Online)
         .count()
         .max(1)
+}
+
+/// The core type name of online CPU `index` ("uniform" on a part with one kind of core, and
+/// for a CPU not known).
+pub fn core_type_name(index: usize) -> &'static str {
+    CPUS.lock()
+        .iter()
+        .find(|c| c.index == Some(index))
+        .and_then(|c| c.core_type)
+        .map_or("uniform", CoreType::name)
 }
 
 /// The index of the CPU this runs on (0: the boot CPU).

@@ -11,7 +11,7 @@ pub const TIMER_VECTOR: u8 = 0x40;
 pub const PMI_VECTOR: u8 = 0xfe;
 /// Vector of the IPIs that wake a CPU for a job and its waiter when the job is done
 /// (`platform::cpus`).
-pub const WAKE_VECTOR: u8 = baremark_hw::smp::WAKE_VECTOR;
+pub const WAKE_VECTOR: u8 = 0xf0;
 /// Vector of the local APIC's spurious interrupt.
 pub const SPURIOUS_VECTOR: u8 = 0xff;
 

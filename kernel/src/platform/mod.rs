@@ -9,7 +9,7 @@
 //! | `interrupts` | the interrupt vectors the kernel uses and the counts of those taken | -   |
 //! | `clocks`     | the reference clocks (HPET, PM timer, PIT) timed with the TSC         | no  |
 //! | `timer`      | the TSC rate and local APIC bring-up, timer calibration and checks  | no  |
-//! | `cpus`       | the CPUs started: core type, PMU leaf, timer; `run_on` another CPU   | no  |
+//! | `cpus`       | the CPUs started: core type, PMU leaf, timer; `run_on` another CPU   | -   |
 
 pub mod acpi;
 pub mod cpu;
@@ -20,5 +20,15 @@ pub mod tsc;
 pub mod clocks;
 #[cfg(target_os = "none")]
 pub mod cpus;
+/// The host build (unit tests of the harness and the runner's pure parts) has one CPU.
+#[cfg(not(target_os = "none"))]
+pub mod cpus {
+    pub fn current() -> usize {
+        0
+    }
+    pub fn core_type_name(_index: usize) -> &'static str {
+        "uniform"
+    }
+}
 #[cfg(target_os = "none")]
 pub mod timer;

@@ -136,7 +136,9 @@ pub fn report_fault(
     };
     record("fault", |r| {
         crate::traps::fatal::fault_fields(
-            r.str("task", task.name).u64("task_index", task.index),
+            r.str("task", task.name)
+                .u64("task_index", task.index)
+                .u64("cpu", crate::platform::cpus::current() as u64),
             &state,
         )
         .opt_str("detail", detail)

@@ -49,6 +49,10 @@ pub struct Pins {
     pub pins: Vec<(String, usize)>,
 }
 
+/// CPU indexes a pin may name: below the kernel's most CPUs (`baremark_hw::layout::MAX_CPUS`,
+/// checked equal in `platform::cpus`).
+pub const PIN_CPU_MAX: usize = 512;
+
 /// The most pins one run.cfg may give.
 pub const PINS_MAX: usize = 64;
 

@@ -76,6 +76,7 @@ use super::ring3::Task;
 use super::user_page::UserPage;
 use super::vcounter::VirtualCounters;
 use crate::output::console::record;
+use crate::platform::cpus;
 use crate::say;
 
 mod hw;
@@ -143,38 +144,76 @@ pub fn run_payloads(
             index: summary.payloads,
         };
         summary.payloads += 1;
-        match load(task, entry.data) {
-            Ok((plan, space)) => {
-                summary.started += 1;
-                let mut t = Running::start(task, &plan, space, tsc_hz);
-                t.budget = budget;
-                t.ramdisk = ramdisk;
-                t.harness = Some(harness);
-                t.start_sampling();
-                if quantum.is_some() {
-                    ready.push(t);
-                } else {
-                    // Between payloads: the screen and the results file catch up.
-                    crate::output::sinks::between_payloads(&alloc::format!(
-                        "payload {} of {members}: {name}",
-                        task.index + 1
-                    ));
-                    run_family(t, budget, &mut summary);
-                    if let Some(from) = &system_last {
-                        system_last = system::report("payload", Some(task), from);
+        // run.cfg `pin`: the whole payload (loading, its run, its records) on its CPU.
+        let cpu = policy::cpu_of(name);
+        let mut ran = false;
+        let mut payload = |summary: &mut Summary, ready: &mut Vec<Running>| {
+            ran = true;
+            match load(task, entry.data) {
+                Ok((plan, space)) => {
+                    summary.started += 1;
+                    let mut t = Running::start(task, &plan, space, tsc_hz, cpu);
+                    t.budget = budget;
+                    t.ramdisk = ramdisk;
+                    t.harness = Some(harness);
+                    t.start_sampling();
+                    if quantum.is_some() {
+                        ready.push(t);
+                    } else {
+                        // Between payloads: the screen and the results file catch up.
+                        crate::output::sinks::between_payloads(&alloc::format!(
+                            "payload {} of {members}: {name}",
+                            task.index + 1
+                        ));
+                        run_family(t, budget, summary);
+                        if let Some(from) = &system_last {
+                            system_last = system::report("payload", Some(task), from);
+                        }
                     }
                 }
+                Err(e) => {
+                    summary.rejected += 1;
+                    let message = e.message;
+                    record("task_error", |r| {
+                        r.str("task", task.name)
+                            .u64("task_index", task.index)
+                            .str("message", &message)
+                    });
+                    say!("task   {}: not run: {message}", task.name);
+                }
             }
-            Err(e) => {
-                summary.rejected += 1;
-                let message = e.message;
-                record("task_error", |r| {
-                    r.str("task", task.name)
-                        .u64("task_index", task.index)
-                        .str("message", &message)
-                });
-                say!("task   {}: not run: {message}", task.name);
-            }
+        };
+        let outcome = if cpu == cpus::current() {
+            payload(&mut summary, &mut ready);
+            Ok(())
+        } else {
+            let mut on_cpu = Summary::default();
+            let mut queued = Vec::new();
+            let r = cpus::run_on(cpu, || payload(&mut on_cpu, &mut queued));
+            summary.add(&on_cpu);
+            ready.extend(queued);
+            r
+        };
+        if let Err(e) = outcome
+            && !ran
+        {
+            summary.rejected += 1;
+            record("task_error", |r| {
+                r.str("task", task.name)
+                    .u64("task_index", task.index)
+                    .u64("cpu", cpu as u64)
+                    .fmt(
+                        "message",
+                        format_args!(
+                            "pinned to CPU {cpu}, but {e} ({} online)",
+                            cpus::online_count()
+                        ),
+                    )
+            });
+            say!(
+                "task   {}: not run: pinned to CPU {cpu}, but {e}",
+                task.name
+            );
         }
     }
     if let Some(q) = quantum
@@ -185,7 +224,25 @@ pub fn run_payloads(
             ready.len(),
             q.us
         ));
-        round_robin(ready, q, tsc_hz, &mut summary);
+        // Tasks pinned to the same CPU share it round-robin; one CPU's group after another.
+        let mut groups: Vec<(usize, Vec<Running>)> = Vec::new();
+        for t in ready {
+            match groups.iter_mut().find(|(cpu, _)| *cpu == t.cpu) {
+                Some((_, g)) => g.push(t),
+                None => groups.push((t.cpu, alloc::vec![t])),
+            }
+        }
+        for (cpu, group) in groups {
+            let mut group = Some(group);
+            let mut on_cpu = Summary::default();
+            // The CPU was online when the group's tasks were loaded on it.
+            let _ = cpus::run_on(cpu, || {
+                if let Some(g) = group.take() {
+                    round_robin(g, q, tsc_hz, &mut on_cpu);
+                }
+            });
+            summary.add(&on_cpu);
+        }
     }
     if let Some(start) = &system_start {
         system::end_run(start);
@@ -212,6 +269,8 @@ enum Ended {
 /// A task being run: its address space, registers, virtual counters and counter page.
 struct Running {
     task: Task,
+    /// The CPU it runs on, from start to end (run.cfg `pin`; its spawned tasks inherit it).
+    cpu: usize,
     space: AddressSpace,
     ctx: UserContext,
     vc: VirtualCounters,
@@ -365,6 +424,7 @@ impl Running {
         let _ = vc.configure(&[]);
         Running {
             task,
+            cpu: cpus::current(),
             space,
             ctx,
             vc,
@@ -416,15 +476,25 @@ impl Running {
     }
 
     /// A loaded payload: its `task_start` record.
-    fn start(task: Task, plan: &LoadPlan, space: AddressSpace, tsc_hz: Option<u64>) -> Running {
+    fn start(
+        task: Task,
+        plan: &LoadPlan,
+        space: AddressSpace,
+        tsc_hz: Option<u64>,
+        cpu: usize,
+    ) -> Running {
         record("task_start", |r| {
             r.str("task", task.name)
                 .u64("task_index", task.index)
+                .u64("cpu", cpu as u64)
+                .str("core_type", cpus::core_type_name(cpu))
                 .hex("entry", plan.entry)
                 .u64("segments", plan.segments.len() as u64)
                 .u64("mapped_bytes", plan.mapped_bytes())
                 .hex("user_page", USER_PAGE_ADDR)
         });
-        Running::new(task, space, plan.entry, tsc_hz)
+        let mut t = Running::new(task, space, plan.entry, tsc_hz);
+        t.cpu = cpu;
+        t
     }
 }

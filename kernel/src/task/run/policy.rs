@@ -17,6 +17,8 @@ pub struct Policy {
     pub timer_hz: Option<u64>,
     /// run.cfg `system`: system-wide counters over the run.
     pub system: Vec<u64>,
+    /// run.cfg `pin`: the CPU each payload runs on.
+    pub pins: crate::task::settings::Pins,
 }
 
 pub(super) static POLICY: spin::RwLock<Option<Policy>> = spin::RwLock::new(None);
@@ -56,4 +58,9 @@ pub(super) fn sampled_events() -> Vec<SampleSpec> {
         .as_ref()
         .map(|p| p.sample.clone())
         .unwrap_or_default()
+}
+
+/// The CPU payload `name` runs on (run.cfg `pin`; the boot CPU by default).
+pub(super) fn cpu_of(name: &str) -> usize {
+    POLICY.read().as_ref().map_or(0, |p| p.pins.cpu_of(name))
 }

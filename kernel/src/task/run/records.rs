@@ -35,6 +35,21 @@ pub struct Summary {
 }
 
 impl Summary {
+    /// Adds another CPU's counts (a payload run there, `run_on`).
+    pub(super) fn add(&mut self, other: &Summary) {
+        self.payloads += other.payloads;
+        self.started += other.started;
+        self.exited += other.exited;
+        self.faulted += other.faulted;
+        self.rejected += other.rejected;
+        self.killed += other.killed;
+        self.spawned += other.spawned;
+        self.benchmarks += other.benchmarks;
+        self.results += other.results;
+        self.unsupported += other.unsupported;
+        self.harness_errors += other.harness_errors;
+    }
+
     pub(super) fn count(&mut self, ended: Ended) {
         match ended {
             Ended::Exited(_) => self.exited += 1,
@@ -97,9 +112,12 @@ impl Running {
         let task = self.task;
         let entries = self.ctx.entries();
         let vtsc = self.vc.values().tsc;
+        let cpu = crate::platform::cpus::current();
         record("task_exit", |r| {
             r.str("task", task.name)
                 .u64("task_index", task.index)
+                .u64("cpu", cpu as u64)
+                .str("core_type", crate::platform::cpus::core_type_name(cpu))
                 .i64("code", code)
                 .u64("virtual_tsc", vtsc)
                 .u64("syscalls", self.syscalls)

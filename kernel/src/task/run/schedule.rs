@@ -461,6 +461,7 @@ impl Running {
         record("task_killed", |r| {
             r.str("task", task.name)
                 .u64("task_index", task.index)
+                .u64("cpu", crate::platform::cpus::current() as u64)
                 .u64("budget_ms", u64::from(ms))
                 .u64("budget_tsc", tsc)
                 .str("exceeded", exceeded)

@@ -509,7 +509,7 @@ impl Running {
         };
         SPAWNED_LIVE.fetch_add(1, Ordering::Relaxed);
         self.family.borrow_mut().spawned += 1;
-        let mut child = Running::start(task, &plan, space, self.tsc_hz);
+        let mut child = Running::start(task, &plan, space, self.tsc_hz, self.cpu);
         child.harness = self.harness;
         child.spawned = true;
         child.vc = self.vc.inherit();
@@ -763,6 +763,7 @@ impl Running {
                     record("report", |r| {
                         r.str("task", task.name)
                             .u64("task_index", task.index)
+                            .u64("cpu", crate::platform::cpus::current() as u64)
                             .object("values", |mut r| {
                                 for (k, v) in &pairs {
                                     r = r.str(k, v);
@@ -778,6 +779,7 @@ impl Running {
                     record("report", |r| {
                         r.str("task", task.name)
                             .u64("task_index", task.index)
+                            .u64("cpu", crate::platform::cpus::current() as u64)
                             .str("text", text)
                     });
                     say!("report {}: {}", task.name, text.trim_end());

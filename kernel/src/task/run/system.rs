@@ -60,7 +60,9 @@ pub(super) fn report(scope: &str, task: Option<super::Task>, from: &Reading) -> 
         .collect();
     let same = *generation == from.0;
     record("system_counts", |r| {
-        let r = r.str("scope", scope);
+        let r = r
+            .str("scope", scope)
+            .u64("cpu", crate::platform::cpus::current() as u64);
         let r = match task {
             Some(t) => r.str("task", t.name).u64("task_index", t.index),
             None => r.null("task").null("task_index"),
