@@ -1,0 +1,233 @@
+//! Every core: the kernel starts every CPU of the MADT (BIOS and UEFI, 1 to 8 CPUs under TCG),
+//! a payload pinned to a CPU runs there with the same exact counts as on the boot CPU, a CPU
+//! that does not answer is reported and the run goes on, and a pin to a CPU that is not online
+//! is refused with a clear error.
+
+use std::time::Duration;
+
+use baremark::image::{Firmware, RunConfig};
+use baremark::qemu::{Accel, PmuModel, QemuOptions};
+use baremark::records::Record;
+use baremark::session::RunOutcome;
+use baremark_tests::{boot_with, expect_success_in};
+
+/// `add-latency` under `-icount shift=0`: 10 instructions per iteration, so exactly 10 TSC
+/// ticks per iteration after the overhead is removed.
+const ADD_LATENCY_TSC: f64 = 10.0;
+
+fn add_latency() -> Vec<u8> {
+    baremark::payloads::builtin("add-latency")
+        .expect("the add-latency payload")
+        .elf
+        .to_vec()
+}
+
+/// One copy of add-latency per CPU, `add-latency-cpuN` pinned to CPU N.
+fn pinned_copies(cpus: usize, extra: &[&str]) -> RunConfig {
+    let names: Vec<String> = (0..cpus).map(|n| format!("add-latency-cpu{n}")).collect();
+    let pin = names
+        .iter()
+        .enumerate()
+        .map(|(n, name)| format!("{name}@{n}"))
+        .collect::<Vec<_>>()
+        .join(",");
+    let mut extra_lines = vec![format!("pin = {pin}")];
+    extra_lines.extend(extra.iter().map(|l| l.to_string()));
+    RunConfig {
+        timer_checks: false,
+        reps: Some(5),
+        warmup: Some(1),
+        overhead: Some(baremark::image::Overhead::Diff),
+        payloads: names.into_iter().map(|n| (n, add_latency())).collect(),
+        extra_lines,
+        ..RunConfig::default()
+    }
+}
+
+fn boot_smp(firmware: Firmware, smp: usize, config: RunConfig) -> RunOutcome {
+    let mut qemu = QemuOptions::new(firmware, Accel::Tcg);
+    qemu.timeout = Duration::from_secs(240);
+    qemu.icount = Some(0);
+    qemu.extra_args = vec!["-smp".into(), smp.to_string()];
+    boot_with(qemu, config)
+}
+
+fn records<'a>(outcome: &'a RunOutcome, kind: &'a str) -> impl Iterator<Item = &'a Record> {
+    outcome.records.iter().filter(move |r| r.kind == kind)
+}
+
+fn cpus_record(outcome: &RunOutcome) -> &Record {
+    records(outcome, "cpus")
+        .next()
+        .unwrap_or_else(|| panic!("no cpus record\n{}", outcome.tail_text()))
+}
+
+/// The TSC result of payload `name`'s benchmark: (median per iteration, its record).
+fn tsc_result<'a>(outcome: &'a RunOutcome, name: &str) -> &'a Record {
+    records(outcome, "result")
+        .find(|r| r.str("payload") == Some(name) && r.str("event") == Some("tsc"))
+        .unwrap_or_else(|| panic!("no tsc result of {name}\n{}", outcome.tail_text()))
+}
+
+fn check_every_cpu_online_and_exact(firmware: Firmware, smp: usize) {
+    let outcome = boot_smp(firmware, smp, pinned_copies(smp, &[]));
+    expect_success_in(&outcome, format_args!("{firmware:?} -smp {smp}: "));
+    let cpus = cpus_record(&outcome);
+    assert_eq!(cpus.u64("online"), Some(smp as u64), "{}", cpus.value);
+    assert_eq!(cpus.u64("failed"), Some(0), "{}", cpus.value);
+    let online: Vec<&Record> = records(&outcome, "processor")
+        .filter(|p| p.str("state") == Some("online"))
+        .collect();
+    assert_eq!(online.len(), smp);
+    for p in &online {
+        assert!(
+            p.u64("timer_hz").is_some_and(|hz| hz > 0),
+            "each CPU calibrates its own timer: {}",
+            p.value
+        );
+    }
+    for n in 0..smp {
+        let name = format!("add-latency-cpu{n}");
+        let start = records(&outcome, "task_start")
+            .find(|r| r.str("task") == Some(name.as_str()))
+            .expect("task_start");
+        assert_eq!(start.u64("cpu"), Some(n as u64), "{}", start.value);
+        let r = tsc_result(&outcome, &name);
+        assert_eq!(r.u64("cpu"), Some(n as u64), "ran on its CPU: {}", r.value);
+        let per = r.get("per_iteration");
+        assert_eq!(
+            per["median"].as_f64(),
+            Some(ADD_LATENCY_TSC),
+            "{firmware:?} -smp {smp}, CPU {n}: the exact virtual-TSC delta: {}",
+            r.value
+        );
+        assert_eq!(per["min"], per["max"], "no spread on CPU {n}: {}", r.value);
+        assert_eq!(
+            r.u64("interrupts"),
+            Some(0),
+            "no interrupt on CPU {n}: {}",
+            r.value
+        );
+    }
+}
+
+#[test]
+fn bios_starts_every_cpu_and_a_pinned_payload_is_exact_on_each() {
+    for smp in [1, 2, 4, 8] {
+        check_every_cpu_online_and_exact(Firmware::Bios, smp);
+    }
+}
+
+#[test]
+fn uefi_starts_every_cpu_and_a_pinned_payload_is_exact_on_each() {
+    for smp in [1, 2, 4, 8] {
+        check_every_cpu_online_and_exact(Firmware::Uefi, smp);
+    }
+}
+
+#[test]
+fn a_cpu_that_does_not_answer_is_reported_and_the_run_goes_on() {
+    // APIC ID 200: a MADT-like entry with no CPU behind it.
+    let outcome = boot_smp(
+        Firmware::Bios,
+        2,
+        pinned_copies(2, &["test_phantom_cpu = 200"]),
+    );
+    expect_success_in(&outcome, "phantom CPU: ");
+    let cpus = cpus_record(&outcome);
+    assert_eq!(cpus.u64("online"), Some(2), "{}", cpus.value);
+    assert_eq!(cpus.u64("failed"), Some(1), "{}", cpus.value);
+    let phantom = records(&outcome, "processor")
+        .find(|p| p.u64("apic_id") == Some(200))
+        .expect("a processor record for APIC ID 200");
+    assert_eq!(phantom.str("state"), Some("failed"), "{}", phantom.value);
+    assert!(
+        phantom
+            .str("reason")
+            .is_some_and(|r| r.contains("did not answer")),
+        "{}",
+        phantom.value
+    );
+    // The CPUs that did start still run their payloads, exactly.
+    for n in 0..2 {
+        let r = tsc_result(&outcome, &format!("add-latency-cpu{n}"));
+        assert_eq!(
+            r.get("per_iteration")["median"].as_f64(),
+            Some(ADD_LATENCY_TSC)
+        );
+    }
+}
+
+#[test]
+fn a_pin_to_a_cpu_that_is_not_online_is_refused_and_the_rest_runs() {
+    let mut config = pinned_copies(2, &[]);
+    config.payloads.push(("stray".into(), add_latency()));
+    config.extra_lines = vec!["pin = add-latency-cpu0@0,add-latency-cpu1@1,stray@7".into()];
+    let outcome = boot_smp(Firmware::Bios, 2, config);
+    let error = records(&outcome, "task_error")
+        .find(|r| r.str("task") == Some("stray"))
+        .unwrap_or_else(|| panic!("no task_error for stray\n{}", outcome.tail_text()));
+    assert_eq!(error.u64("cpu"), Some(7));
+    assert!(
+        error
+            .str("message")
+            .is_some_and(|m| m.contains("pinned to CPU 7") && m.contains("not online")),
+        "{}",
+        error.value
+    );
+    for n in 0..2 {
+        tsc_result(&outcome, &format!("add-latency-cpu{n}"));
+    }
+}
+
+/// On the emulated PMU with 4 CPUs: `instructions:u` of the same payload pinned to each core
+/// is exact (10 per iteration), and labelled with its CPU.
+fn check_emulated_counts_on_every_core(model: PmuModel) {
+    let mut config = pinned_copies(4, &[]);
+    config.events = Some("instructions:u".into());
+    let qemu_outcome = boot_emulated_smp(config, model, 4);
+    expect_success_in(&qemu_outcome, format_args!("{model:?} -smp 4: "));
+    assert_eq!(cpus_record(&qemu_outcome).u64("online"), Some(4));
+    for n in 0..4 {
+        let name = format!("add-latency-cpu{n}");
+        let r = records(&qemu_outcome, "result")
+            .find(|r| {
+                r.str("payload") == Some(name.as_str()) && r.str("event") == Some("instructions:u")
+            })
+            .unwrap_or_else(|| panic!("no instructions:u result of {name}"));
+        assert_eq!(r.get("supported").as_bool(), Some(true), "{}", r.value);
+        assert_eq!(r.get("emulated").as_bool(), Some(true), "{}", r.value);
+        assert_eq!(r.u64("cpu"), Some(n as u64), "{}", r.value);
+        let per = r.get("per_iteration");
+        assert_eq!(
+            per["median"].as_f64(),
+            Some(ADD_LATENCY_TSC),
+            "{model:?} CPU {n}: {}",
+            r.value
+        );
+        assert_eq!(per["min"], per["max"], "{}", r.value);
+    }
+}
+
+fn boot_emulated_smp(config: RunConfig, model: PmuModel, smp: usize) -> RunOutcome {
+    let mut qemu = QemuOptions::new(Firmware::Bios, Accel::Tcg);
+    qemu.timeout = Duration::from_secs(240);
+    qemu.icount = Some(0);
+    qemu.pmu_model = Some(model);
+    qemu.extra_args = vec!["-smp".into(), smp.to_string()];
+    qemu.binary = Some(
+        baremark::qemu::emulated_pmu_qemu()
+            .unwrap_or_else(|e| panic!("no QEMU with the emulated PMU: {e:#}")),
+    );
+    boot_with(qemu, config)
+}
+
+#[test]
+fn emulated_intel_counts_exactly_on_every_core() {
+    check_emulated_counts_on_every_core(PmuModel::IntelV4);
+}
+
+#[test]
+fn emulated_amd_counts_exactly_on_every_core() {
+    check_emulated_counts_on_every_core(PmuModel::AmdV2);
+}
