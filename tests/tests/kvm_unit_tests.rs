@@ -68,13 +68,14 @@ struct Run {
     skipped: u64,
 }
 
-fn run(cpu: &str) -> Run {
+fn run(cpu: &str, smp: u32) -> Run {
     let qemu =
         emulated_pmu_qemu().unwrap_or_else(|e| panic!("no QEMU with the emulated PMU: {e:#}"));
     let mut child = Command::new(qemu)
         .args([
             "-accel", "tcg", "-icount", "shift=0", "-cpu", cpu, "-m", "256",
         ])
+        .args(["-smp", &smp.to_string()])
         .args(["-nodefaults", "-display", "none", "-serial", "stdio"])
         .args([
             "-device",
@@ -125,9 +126,17 @@ fn run(cpu: &str) -> Run {
     }
 }
 
-/// Runs pmu.flat on `cpu` and checks it as described at the top; `passes` must all appear.
+/// Runs pmu.flat on `cpu` with one and with two vCPUs (each counts its own instructions,
+/// emulator patch 0009) and checks it as described at the top; `passes` must all appear.
 fn conforms(cpu: &str, version: &str, gp: u32, min_tests: u64, passes: &[&str]) {
-    let r = run(cpu);
+    for smp in [1, 2] {
+        conforms_smp(cpu, smp, version, gp, min_tests, passes);
+    }
+}
+
+fn conforms_smp(cpu: &str, smp: u32, version: &str, gp: u32, min_tests: u64, passes: &[&str]) {
+    let r = run(cpu, smp);
+    let cpu = &format!("{cpu} -smp {smp}");
     let fails: Vec<&str> = r.output.lines().filter(|l| l.starts_with("FAIL")).collect();
     assert_eq!(
         (r.failures, fails.len()),
@@ -220,6 +229,23 @@ fn intel_v5_with_eight_gp_counters() {
         "Intel: full-width writes: writing unsupported width to MSR_IA32_PMC7 raises #GP",
     ]);
     conforms(&cpu, "5", 8, 190, &passes);
+}
+
+/// The hybrid mode (`pmu-hybrid-from=K`, emulator patch 0010): pmu.flat runs on CPU 0, a Core
+/// (P) CPU with K = 1 and an Atom (E) CPU with K = 0, each with its own counter set.
+#[test]
+fn intel_v5_hybrid_core_and_atom() {
+    let core = format!("{},pmu-hybrid-from=1", cpu(PmuModel::IntelV5));
+    let mut passes = INTEL_EXACT.to_vec();
+    passes.push("Intel: instructions-7");
+    conforms_smp(&core, 2, "5", 8, 190, &passes);
+    let atom = format!("{},pmu-hybrid-from=0", cpu(PmuModel::IntelV5));
+    let passes: Vec<&str> = INTEL_EXACT
+        .iter()
+        .copied()
+        .filter(|p| *p != "Intel: fixed-2")
+        .collect();
+    conforms_smp(&atom, 2, "5", 6, 150, &passes);
 }
 
 #[test]

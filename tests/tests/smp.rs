@@ -243,3 +243,92 @@ fn emulated_intel_counts_exactly_on_every_core() {
 fn emulated_amd_counts_exactly_on_every_core() {
     check_emulated_counts_on_every_core(PmuModel::AmdV2);
 }
+
+/// The emulator's hybrid mode (`pmu-hybrid-from=2` with 4 CPUs: CPUs 0-1 Core, 2-3 Atom): the
+/// kernel reports both core types and each core's own counters; a payload runs on an Atom core
+/// (its virtual TSC exact), and one that counts events there is refused with the reason,
+/// since its events were planned for the boot CPU's PMU.
+#[test]
+fn emulated_hybrid_reports_both_core_types_and_each_cores_counters() {
+    let mut config = pinned_copies(4, &[]);
+    let mut qemu = QemuOptions::new(Firmware::Bios, Accel::Tcg);
+    qemu.timeout = Duration::from_secs(240);
+    qemu.icount = Some(0);
+    qemu.pmu_model = Some(PmuModel::IntelV5);
+    qemu.cpu = Some(format!(
+        "{},pmu-model={},pmu-hybrid-from=2",
+        PmuModel::IntelV5.default_cpu(),
+        PmuModel::IntelV5.name()
+    ));
+    qemu.extra_args = vec!["-smp".into(), "4".into()];
+    qemu.binary = Some(
+        baremark::qemu::emulated_pmu_qemu()
+            .unwrap_or_else(|e| panic!("no QEMU with the emulated PMU: {e:#}")),
+    );
+    config.events = None;
+    let outcome = boot_with(qemu.clone(), config);
+    expect_success_in(&outcome, "hybrid: ");
+    let cpus = cpus_record(&outcome);
+    assert_eq!(cpus.get("hybrid").as_bool(), Some(true), "{}", cpus.value);
+    assert_eq!(
+        cpus.get("core_types")["core"].as_u64(),
+        Some(2),
+        "{}",
+        cpus.value
+    );
+    assert_eq!(
+        cpus.get("core_types")["atom"].as_u64(),
+        Some(2),
+        "{}",
+        cpus.value
+    );
+    for p in records(&outcome, "processor") {
+        let index = p.u64("index").expect("online");
+        let (kind, gp, fixed) = if index < 2 {
+            ("core", 8, 3)
+        } else {
+            ("atom", 6, 2)
+        };
+        assert_eq!(p.str("core_type"), Some(kind), "{}", p.value);
+        assert_eq!(p.get("pmu")["gp"].as_u64(), Some(gp), "{}", p.value);
+        assert_eq!(p.get("pmu")["fixed"].as_u64(), Some(fixed), "{}", p.value);
+    }
+    for n in 0..4 {
+        let r = tsc_result(&outcome, &format!("add-latency-cpu{n}"));
+        assert_eq!(
+            r.get("per_iteration")["median"].as_f64(),
+            Some(ADD_LATENCY_TSC)
+        );
+        let start = records(&outcome, "task_start")
+            .find(|t| t.str("task") == Some(format!("add-latency-cpu{n}").as_str()))
+            .unwrap();
+        let kind = if n < 2 { "core" } else { "atom" };
+        assert_eq!(start.str("core_type"), Some(kind), "{}", start.value);
+    }
+    // Counting events on an Atom core: refused, with the reason; the Core cores count.
+    let mut config = pinned_copies(4, &[]);
+    config.events = Some("instructions:u".into());
+    let outcome = boot_with(qemu, config);
+    for n in 2..4 {
+        let e = records(&outcome, "task_error")
+            .find(|r| r.str("task") == Some(format!("add-latency-cpu{n}").as_str()))
+            .unwrap_or_else(|| panic!("no task_error on CPU {n}\n{}", outcome.tail_text()));
+        assert!(
+            e.str("message").is_some_and(|m| m.contains("PMU differs")),
+            "{}",
+            e.value
+        );
+    }
+    for n in 0..2 {
+        let name = format!("add-latency-cpu{n}");
+        let r = records(&outcome, "result")
+            .find(|r| {
+                r.str("payload") == Some(name.as_str()) && r.str("event") == Some("instructions:u")
+            })
+            .unwrap_or_else(|| panic!("no instructions:u result of {name}"));
+        assert_eq!(
+            r.get("per_iteration")["median"].as_f64(),
+            Some(ADD_LATENCY_TSC)
+        );
+    }
+}

@@ -183,6 +183,36 @@ pub fn run_payloads(
                 }
             }
         };
+        // The harness's counters were planned for the boot CPU's PMU; a core whose PMU differs
+        // (a hybrid part's other core type) would need its own plan and backend.
+        if cpu != 0
+            && harness.events.groups.iter().any(|g| !g.is_empty())
+            && let (Some(here), Some(boot)) = (cpus::online(cpu), cpus::online(0))
+            && here.pmu_leaf != boot.pmu_leaf
+        {
+            summary.rejected += 1;
+            let kind = cpus::core_type_name(cpu);
+            record("task_error", |r| {
+                r.str("task", task.name)
+                    .u64("task_index", task.index)
+                    .u64("cpu", cpu as u64)
+                    .str("core_type", kind)
+                    .fmt(
+                        "message",
+                        format_args!(
+                            "pinned to CPU {cpu} ({kind} core), whose PMU differs from the boot \
+                             CPU's: counting events there needs a plan for its own PMU, which \
+                             baremark does not make yet; not run (run it without events, or on \
+                             a core like the boot CPU)"
+                        ),
+                    )
+            });
+            say!(
+                "task   {}: not run: CPU {cpu}'s PMU differs from the boot CPU's",
+                task.name
+            );
+            continue;
+        }
         let outcome = if cpu == cpus::current() {
             payload(&mut summary, &mut ready);
             Ok(())
