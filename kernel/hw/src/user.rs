@@ -310,7 +310,8 @@ pub struct VtscPublish<'a> {
 /// nothing reads, so the assembly needs no branch.
 #[repr(C, align(4096))]
 struct Sink(core::cell::UnsafeCell<[u8; PAGE_SIZE as usize]>);
-// SAFETY: only the exit assembly writes it (one CPU, interrupts off), and nothing reads it.
+// SAFETY: only the exit assembly writes it (interrupts off; several CPUs may write at once, but
+// nothing ever reads it, so the values do not matter).
 unsafe impl Sync for Sink {}
 static VTSC_SINK: Sink = Sink(core::cell::UnsafeCell::new([0; PAGE_SIZE as usize]));
 

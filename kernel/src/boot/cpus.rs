@@ -16,6 +16,9 @@ use crate::platform::acpi::Madt;
 use crate::platform::cpus::{CoreType, Cpu, CpuState};
 use crate::platform::interrupts::SPURIOUS_VECTOR;
 
+// run.cfg `pin` accepts the CPU indexes the kernel can start.
+const _: () = assert!(crate::task::settings::PIN_CPU_MAX == percpu::MAX_CPUS);
+
 /// How long a CPU has to answer INIT-STARTUP-STARTUP (after the second STARTUP).
 const ANSWER_US: u64 = 100_000;
 /// How long a CPU that answered has to finish its bring-up (its timer calibration takes 10 ms).

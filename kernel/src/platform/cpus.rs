@@ -91,9 +91,7 @@ pub struct Cpu {
 
 static CPUS: Mutex<Vec<Cpu>> = Mutex::new(Vec::new());
 
-// run.cfg `pin` accepts the CPU indexes the kernel can start; the wake vector is the one the
-// trap handler knows.
-const _: () = assert!(crate::task::settings::PIN_CPU_MAX == baremark_hw::layout::MAX_CPUS);
+// The wake vector is the one the trap handler knows.
 const _: () = assert!(crate::platform::interrupts::WAKE_VECTOR == smp::WAKE_VECTOR);
 
 /// Records the CPUs the boot sequence found and started.

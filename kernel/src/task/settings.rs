@@ -50,7 +50,7 @@ pub struct Pins {
 }
 
 /// CPU indexes a pin may name: below the kernel's most CPUs (`baremark_hw::layout::MAX_CPUS`,
-/// checked equal in `platform::cpus`).
+/// checked equal in `boot::cpus`).
 pub const PIN_CPU_MAX: usize = 512;
 
 /// The most pins one run.cfg may give.
