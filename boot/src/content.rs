@@ -60,17 +60,20 @@ pub type NamedElf = (String, Vec<u8>);
 /// The payload selection of `run` and `image`.
 #[derive(clap::Args, Clone, Debug, Default)]
 pub struct PayloadArgs {
-    /// Run a payload ELF in ring 3 (repeatable; named after the file stem).
-    #[arg(long = "payload", value_name = "FILE.elf")]
+    /// Run a payload ELF in ring 3 (repeatable; named after the file stem). `@CPU` at the end,
+    /// digits only, runs it on that CPU (an index: 0 is the boot CPU; in QEMU give --smp):
+    /// `bench.elf@3`. Any other `@` is part of the file's path.
+    #[arg(long = "payload", value_name = "FILE.elf[@CPU]")]
     pub payloads: Vec<PathBuf>,
     /// Run a built-in payload (repeatable): hello, loop1000, loop2000, rdpmc, spin, spawner, and
-    /// the benchmark suite's payloads.
-    #[arg(long = "builtin", value_name = "NAME")]
+    /// the benchmark suite's payloads. `NAME@CPU` runs it on that CPU (0 is the boot CPU, the
+    /// default; in QEMU give --smp): `add-latency@3`.
+    #[arg(long = "builtin", value_name = "NAME[@CPU]")]
     pub builtins: Vec<String>,
     /// Run a named list of built-in payloads (repeatable): default (the benchmark suite), core,
     /// memory, harness, none. Without --suite, --builtin or --payload: the default suite.
-    /// Order: suites, then built-ins, then files.
-    #[arg(long = "suite", value_name = "NAME")]
+    /// Order: suites, then built-ins, then files. `NAME@CPU` runs all of them on that CPU.
+    #[arg(long = "suite", value_name = "NAME[@CPU]")]
     pub suites: Vec<String>,
     /// Give payload NAME the argument text TEXT (repeatable; it reads it with the `args`
     /// syscall, e.g. `--args fuzz-syscalls="seed=7 calls=100000"`).
@@ -113,27 +116,115 @@ pub fn payload_args(args: &PayloadArgs, payloads: &[NamedElf]) -> Result<Vec<(St
     Ok(members)
 }
 
+/// CPU indexes a pin may name: 0 to 511 (the kernel's `PIN_CPU_MAX`, its most CPUs).
+pub const PIN_CPU_MAX: usize = 512;
+
+/// The most pins one run.cfg may give (the kernel's `PINS_MAX`).
+pub const PINS_MAX: usize = 64;
+
+/// A payload to run on a chosen CPU: `(payload name, CPU index)` (run.cfg `pin`).
+pub type Pin = (String, usize);
+
+/// Splits `NAME@CPU` into the name and the CPU index. `option` names the option in errors.
+///
+/// Strict (`--builtin`, `--suite`: their names never hold `@`): any `@` starts a CPU index,
+/// which must be there and be a number. Lenient (`--payload`, a file's path): only `@` and
+/// digits at the very end are a CPU index; any other `@` is part of the path.
+pub fn split_pin<'a>(option: &str, arg: &'a str, strict: bool) -> Result<(&'a str, Option<usize>)> {
+    let Some((name, cpu)) = arg.rsplit_once('@') else {
+        return Ok((arg, None));
+    };
+    let digits = !cpu.is_empty() && cpu.bytes().all(|b| b.is_ascii_digit());
+    if !digits {
+        if !strict {
+            return Ok((arg, None));
+        }
+        if cpu.is_empty() {
+            bail!("{option} {arg}: give a CPU index after `@` (e.g. {name}@1; 0 is the boot CPU)");
+        }
+        bail!(
+            "{option} {arg}: `{cpu}` is not a CPU index: after `@` comes the CPU's number (0 is the \
+             boot CPU)"
+        );
+    }
+    if name.is_empty() {
+        bail!("{option} {arg}: give the payload before `@` (e.g. hello@{cpu})");
+    }
+    match cpu.parse::<usize>() {
+        Ok(n) if n < PIN_CPU_MAX => Ok((name, Some(n))),
+        _ => bail!(
+            "{option} {arg}: CPU {cpu} is past the kernel's {PIN_CPU_MAX} CPUs (indexes 0 to {})",
+            PIN_CPU_MAX - 1
+        ),
+    }
+}
+
+/// Refuses pins to CPUs a QEMU machine with `smp` CPUs does not have, before it boots (the
+/// kernel would only report the payload as not run).
+pub fn check_pins_fit(pins: &[Pin], smp: u32) -> Result<()> {
+    let Some((name, cpu)) = pins.iter().max_by_key(|(_, cpu)| *cpu) else {
+        return Ok(());
+    };
+    if *cpu >= smp as usize {
+        let have = if smp == 1 {
+            "QEMU gets 1 CPU (index 0, the boot CPU)".to_string()
+        } else {
+            format!("QEMU gets {smp} CPUs (indexes 0 to {})", smp - 1)
+        };
+        let hint = if *cpu < crate::qemu::SMP_MAX as usize {
+            format!("add --smp {} (or more)", cpu + 1)
+        } else {
+            format!(
+                "QEMU's q35 machine has at most {} CPUs (indexes 0 to {})",
+                crate::qemu::SMP_MAX,
+                crate::qemu::SMP_MAX - 1
+            )
+        };
+        bail!("payload `{name}` is pinned to CPU {cpu}, but {have}: {hint}");
+    }
+    Ok(())
+}
+
+/// What a run packs: the payloads, the CPUs some of them are pinned to, notes for the user.
+#[derive(Clone, Debug, Default)]
+pub struct Selection {
+    pub payloads: Vec<NamedElf>,
+    /// Pins in the order the payloads are packed.
+    pub pins: Vec<Pin>,
+    pub notes: Vec<String>,
+}
+
 /// The payloads of a run: the suites named, then the built-ins, then the files, each in the
-/// order given; with none of them, the default suite. Returns `(name, ELF)` pairs and notes
-/// for the user (e.g. that the default suite is not built in).
-pub fn collect_payloads(args: &PayloadArgs) -> Result<(Vec<NamedElf>, Vec<String>)> {
+/// order given; with none of them, the default suite. Returns `(name, ELF)` pairs, the pins
+/// (`NAME@CPU`) and notes for the user (e.g. that the default suite is not built in).
+pub fn collect_payloads(args: &PayloadArgs) -> Result<Selection> {
     let mut notes = Vec::new();
     let mut payloads: Vec<NamedElf> = Vec::new();
+    let mut pins: Vec<Pin> = Vec::new();
     let implicit = args.suites.is_empty() && args.builtins.is_empty() && args.payloads.is_empty();
-    let suites: Vec<&str> = if implicit {
-        vec![payloads::DEFAULT_SUITE]
+    let suites: Vec<(&str, Option<usize>)> = if implicit {
+        vec![(payloads::DEFAULT_SUITE, None)]
     } else {
-        args.suites.iter().map(String::as_str).collect()
+        args.suites
+            .iter()
+            .map(|s| split_pin("--suite", s, true))
+            .collect::<Result<_>>()?
     };
-    for name in suites {
+    for (name, cpu) in suites {
         match payloads::suite_payloads(name) {
-            Ok(list) => payloads.extend(list.iter().map(|p| (p.name.to_string(), p.elf.to_vec()))),
+            Ok(list) => {
+                for p in list {
+                    payloads.push((p.name.to_string(), p.elf.to_vec()));
+                    pins.extend(cpu.map(|c| (p.name.to_string(), c)));
+                }
+            }
             // Before payloads/suite is built in, a plain `run` still boots (the report only).
             Err(e) if implicit => notes.push(format!("{e:#}; booting without payloads")),
             Err(e) => return Err(e),
         }
     }
-    for name in &args.builtins {
+    for arg in &args.builtins {
+        let (name, cpu) = split_pin("--builtin", arg, true)?;
         let p = payloads::builtin(name).with_context(|| {
             format!(
                 "no built-in payload `{name}` (there are: {})",
@@ -141,9 +232,19 @@ pub fn collect_payloads(args: &PayloadArgs) -> Result<(Vec<NamedElf>, Vec<String
             )
         })?;
         payloads.push((p.name.to_string(), p.elf.to_vec()));
+        pins.extend(cpu.map(|c| (p.name.to_string(), c)));
     }
     for path in &args.payloads {
-        payloads.push(read_payload_file(path)?);
+        let (path, cpu) = match path.to_str() {
+            Some(text) => {
+                let (file, cpu) = split_pin("--payload", text, false)?;
+                (PathBuf::from(file), cpu)
+            }
+            None => (path.clone(), None),
+        };
+        let payload = read_payload_file(&path)?;
+        pins.extend(cpu.map(|c| (payload.0.clone(), c)));
+        payloads.push(payload);
     }
     let mut seen = BTreeMap::new();
     for (name, _) in &payloads {
@@ -153,7 +254,17 @@ pub fn collect_payloads(args: &PayloadArgs) -> Result<(Vec<NamedElf>, Vec<String
             );
         }
     }
-    Ok((payloads, notes))
+    if pins.len() > PINS_MAX {
+        bail!(
+            "{} payloads are pinned to a CPU; the kernel takes at most {PINS_MAX} pins",
+            pins.len()
+        );
+    }
+    Ok(Selection {
+        payloads,
+        pins,
+        notes,
+    })
 }
 
 /// A payload file, named after its stem.

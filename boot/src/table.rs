@@ -55,6 +55,20 @@ pub fn header(res: &Results) -> String {
             .map(|h| format!(" | hypervisor {h}"))
             .unwrap_or_default()
     );
+    // The CPUs when there is more than one (or more than one kind).
+    if m.cpus_online.is_some_and(|n| n > 1) || m.hybrid {
+        let n = m.cpus_online.unwrap_or(0);
+        let _ = writeln!(
+            out,
+            "         {n} CPU{} online{}",
+            if n == 1 { "" } else { "s" },
+            if m.hybrid {
+                " (hybrid: results name their core type)"
+            } else {
+                ""
+            }
+        );
+    }
     let tsc = match (m.tsc_hz, m.tsc_method.as_deref()) {
         (Some(hz), method) => format!("{} ({})", mhz(hz), method.unwrap_or("?")),
         (None, method) => format!("frequency unknown ({})", method.unwrap_or("no method")),
@@ -146,8 +160,11 @@ pub fn benchmark(b: &Benchmark) -> String {
     };
     let _ = writeln!(
         out,
-        " Performance counter stats for '{}' ({what}; tsc in ticks):",
-        b.title()
+        " Performance counter stats for '{}'{} ({what}; tsc in ticks):",
+        b.title(),
+        b.placement()
+            .map(|p| format!(" on {p}"))
+            .unwrap_or_default()
     );
     // Records lost in a damaged log: what survived is shown, and said to be partial.
     if !b.incomplete.is_empty() {
@@ -367,6 +384,11 @@ pub fn summary(res: &Results) -> String {
     let (columns, folded): (Vec<&str>, Vec<&str>) = events.iter().partition(|e| counted(e));
     let mut rows: Vec<Vec<String>> = Vec::new();
     let mut header = vec!["benchmark".to_string()];
+    // A `cpu` column when some benchmark ran elsewhere than the boot CPU, or the part is hybrid.
+    let cpu_column = res.benchmarks.iter().any(|b| b.placement().is_some());
+    if cpu_column {
+        header.push("cpu".to_string());
+    }
     header.extend(columns.iter().map(|e| e.to_string()));
     rows.push(header);
     for b in &res.benchmarks {
@@ -380,6 +402,15 @@ pub fn summary(res: &Results) -> String {
             name.push_str(" (incomplete)");
         }
         let mut row = vec![name];
+        if cpu_column {
+            let core_type = b.core_type.as_deref().filter(|t| *t != "uniform");
+            row.push(match (b.cpu, core_type) {
+                (Some(c), Some(t)) => format!("{c} {t}"),
+                (Some(c), None) => c.to_string(),
+                (None, Some(t)) => t.to_string(),
+                (None, None) => "?".to_string(),
+            });
+        }
         row.extend(
             columns
                 .iter()
