@@ -639,6 +639,114 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_cpu_is_chosen_after_the_name() {
+        assert_eq!(
+            split_pin("--builtin", "add-latency@3", true).unwrap(),
+            ("add-latency", Some(3))
+        );
+        assert_eq!(
+            split_pin("--builtin", "hello", true).unwrap(),
+            ("hello", None)
+        );
+        assert_eq!(
+            split_pin("--builtin", "hello@0", true).unwrap(),
+            ("hello", Some(0))
+        );
+        assert_eq!(
+            split_pin("--builtin", "h@511", true).unwrap(),
+            ("h", Some(511))
+        );
+        for (bad, why) in [
+            ("hello@", "give a CPU index after `@`"),
+            ("hello@x", "`x` is not a CPU index"),
+            ("hello@-1", "`-1` is not a CPU index"),
+            ("hello@3 ", "`3 ` is not a CPU index"),
+            ("@3", "give the payload before `@`"),
+            ("hello@512", "past the kernel's 512 CPUs"),
+            (
+                "hello@99999999999999999999999",
+                "past the kernel's 512 CPUs",
+            ),
+        ] {
+            let e = format!("{:#}", split_pin("--builtin", bad, true).unwrap_err());
+            assert!(e.starts_with(&format!("--builtin {bad}: ")), "{e}");
+            assert!(e.contains(why), "{bad}: {e}");
+        }
+        // A file's path: only `@` and digits at the end choose the CPU.
+        assert_eq!(
+            split_pin("--payload", "/tmp/a@b/x.elf@2", false).unwrap(),
+            ("/tmp/a@b/x.elf", Some(2))
+        );
+        for path in ["/tmp/a@b/x.elf", "x@y.elf", "x.elf@", "/tmp/a@3/x.elf"] {
+            assert_eq!(split_pin("--payload", path, false).unwrap(), (path, None));
+        }
+        assert!(split_pin("--payload", "x.elf@512", false).is_err());
+    }
+
+    #[test]
+    fn pins_come_with_the_payloads_and_reach_run_cfg() {
+        let args = PayloadArgs {
+            builtins: vec!["hello@3".into(), "loop1000".into()],
+            ..PayloadArgs::default()
+        };
+        let sel = collect_payloads(&args).unwrap();
+        let names: Vec<&str> = sel.payloads.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["hello", "loop1000"]);
+        assert_eq!(sel.pins, [("hello".to_string(), 3)]);
+        let config = RunConfig {
+            payloads: sel.payloads,
+            pins: sel.pins,
+            ..RunConfig::default()
+        };
+        assert!(
+            config.to_text().contains("\npin = hello@3\n"),
+            "{}",
+            config.to_text()
+        );
+        image::build_ramdisk(&config).unwrap();
+        // A file: named after its stem, the CPU after the last `@`.
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("bench.elf");
+        std::fs::write(&file, b"\x7fELF").unwrap();
+        let args = PayloadArgs {
+            payloads: vec![PathBuf::from(format!("{}@2", file.display()))],
+            ..PayloadArgs::default()
+        };
+        let sel = collect_payloads(&args).unwrap();
+        assert_eq!(sel.payloads[0].0, "bench");
+        assert_eq!(sel.pins, [("bench".to_string(), 2)]);
+        // The name is checked as a built-in's after the CPU is taken off.
+        let args = PayloadArgs {
+            builtins: vec!["nosuch@1".into()],
+            ..PayloadArgs::default()
+        };
+        let e = format!("{:#}", collect_payloads(&args).unwrap_err());
+        assert!(e.contains("no built-in payload `nosuch`"), "{e}");
+    }
+
+    #[test]
+    fn a_pin_past_the_machines_cpus_is_refused_before_booting() {
+        let pins = vec![("a".to_string(), 1), ("b".to_string(), 3)];
+        check_pins_fit(&pins, 4).unwrap();
+        check_pins_fit(&[], 1).unwrap();
+        let e = format!("{:#}", check_pins_fit(&pins, 2).unwrap_err());
+        assert_eq!(
+            e,
+            "payload `b` is pinned to CPU 3, but QEMU gets 2 CPUs (indexes 0 to 1): add --smp 4 (or more)"
+        );
+        let e = format!("{:#}", check_pins_fit(&pins[..1], 1).unwrap_err());
+        assert!(
+            e.contains("QEMU gets 1 CPU (index 0, the boot CPU): add --smp 2"),
+            "{e}"
+        );
+        let e = format!(
+            "{:#}",
+            check_pins_fit(&[("c".into(), 300)], 288).unwrap_err()
+        );
+        assert!(e.contains("at most 288 CPUs"), "{e}");
+    }
+
+    #[test]
     fn event_lists_are_checked_without_knowing_the_vendor() {
         for ok in [
             "instructions,cycles",

@@ -557,6 +557,29 @@ mod tests {
     use super::*;
 
     #[test]
+    fn pins_are_written_and_checked_as_the_kernel_reads_them() {
+        let mut config = RunConfig {
+            payloads: vec![("a".into(), vec![1]), ("b".into(), vec![2])],
+            pins: vec![("a".into(), 3), ("*".into(), 1)],
+            test_phantom_cpu: Some(9),
+            ..RunConfig::default()
+        };
+        let text = config.to_text();
+        assert!(text.contains("\npin = a@3,*@1\n"), "{text}");
+        assert!(text.contains("\ntest_phantom_cpu = 9\n"), "{text}");
+        check_pins(&config).unwrap();
+        assert!(!RunConfig::default().to_text().contains("pin"));
+        config.pins = vec![("c".into(), 1)];
+        assert!(format!("{:#}", check_pins(&config).unwrap_err()).contains("no payload `c`"));
+        config.pins = vec![("a".into(), 1), ("a".into(), 2)];
+        assert!(format!("{:#}", check_pins(&config).unwrap_err()).contains("twice"));
+        config.pins = vec![("a".into(), 512)];
+        assert!(check_pins(&config).is_err());
+        config.pins = vec![("*".into(), 0); 65];
+        assert!(check_pins(&config).is_err());
+    }
+
+    #[test]
     fn ramdisk_is_a_ustar_archive_with_run_cfg() {
         let config = RunConfig {
             test: Some("panic".into()),

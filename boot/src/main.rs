@@ -234,6 +234,10 @@ struct RunArgs {
     /// or run the ring-3 smoke payloads (ring3).
     #[arg(long, hide = true)]
     test: Option<String>,
+    /// Test-only: start an APIC ID with no CPU behind it (run.cfg `test_phantom_cpu`), to see
+    /// a CPU that does not answer reported as failed.
+    #[arg(long, hide = true, value_name = "APICID")]
+    test_phantom_cpu: Option<u32>,
 }
 
 #[derive(clap::Args)]
@@ -562,6 +566,7 @@ fn run(args: RunArgs) -> Result<ExitCode> {
         extra_members: arg_members,
         pins,
         test: args.test,
+        test_phantom_cpu: args.test_phantom_cpu,
         timer_checks: !args.no_timer_checks,
         selftest: args.selftest,
         canary: args.canary,

@@ -1163,6 +1163,160 @@ mod tests {
         );
     }
 
+    fn processor(
+        index: Option<u64>,
+        apic: u64,
+        state: &str,
+        reason: Option<&str>,
+        ty: &str,
+    ) -> Record {
+        let pmu = if state == "online" {
+            let same = ty != "atom";
+            format!(
+                r#"{{"version":5,"gp":{},"gp_width":48,"fixed":3,"fixed_width":48,"same_as_boot_cpu":{same}}}"#,
+                if same { 8 } else { 6 }
+            )
+        } else {
+            "null".to_string()
+        };
+        rec(&format!(
+            r#"{{"type":"processor","v":1,"index":{},"apic_id":{apic},"uid":{apic},"state":"{state}","reason":{},"core_type":{},"timer_hz":{},"pmu":{pmu}}}"#,
+            index.map_or("null".to_string(), |i| i.to_string()),
+            reason.map_or("null".to_string(), |r| format!("\"{r}\"")),
+            if state == "online" {
+                format!("\"{ty}\"")
+            } else {
+                "null".into()
+            },
+            if state == "online" {
+                "1000000000"
+            } else {
+                "null"
+            },
+        ))
+    }
+
+    #[test]
+    fn cpus_are_one_line_and_the_ones_that_did_not_start_say_why() {
+        let mut renderer = RecordRenderer::default();
+        for i in 0..4 {
+            assert_eq!(
+                renderer.lines(&processor(Some(i), i, "online", None, "uniform")),
+                None,
+                "held for the cpus line"
+            );
+        }
+        renderer.lines(&processor(
+            None,
+            9,
+            "failed",
+            Some("did not answer INIT-STARTUP-STARTUP within 100 ms"),
+            "",
+        ));
+        for id in [12, 13, 14] {
+            renderer.lines(&processor(
+                None,
+                id,
+                "disabled",
+                Some("not enabled in the MADT (absent)"),
+                "",
+            ));
+        }
+        let cpus = rec(
+            r#"{"type":"cpus","v":1,"online":4,"failed":1,"disabled":3,"boot_apic_id":0,"hybrid":false,"core_types":{"uniform":4,"core":0,"atom":0},"max_cpus":512,"only_boot_cpu_because":null}"#,
+        );
+        assert_eq!(
+            renderer.lines(&cpus).unwrap(),
+            "cpus     4 online (APIC IDs 0-3) | 1 failed | 3 not enabled\n\
+             \x20        APIC ID 9: not started: did not answer INIT-STARTUP-STARTUP within 100 ms\n\
+             \x20        APIC IDs 12-14: not enabled: not enabled in the MADT (absent)"
+        );
+        // Nothing held after it.
+        assert_eq!(renderer.finish(), None);
+        // Alone, and why.
+        let alone = rec(
+            r#"{"type":"cpus","v":1,"online":1,"failed":0,"disabled":0,"boot_apic_id":0,"hybrid":false,"core_types":{"uniform":1,"core":0,"atom":0},"max_cpus":512,"only_boot_cpu_because":"no MADT: only the boot CPU is known"}"#,
+        );
+        assert_eq!(
+            RecordRenderer::default().lines(&alone).unwrap(),
+            "cpus     1 online\n         only the boot CPU runs: no MADT: only the boot CPU is known"
+        );
+    }
+
+    #[test]
+    fn a_hybrid_part_says_which_cpu_is_which_core() {
+        let mut renderer = RecordRenderer::verbose(true);
+        for (i, ty) in ["core", "core", "atom", "atom"].iter().enumerate() {
+            renderer.lines(&processor(Some(i as u64), i as u64 * 2, "online", None, ty));
+        }
+        let cpus = rec(
+            r#"{"type":"cpus","v":1,"online":4,"failed":0,"disabled":0,"boot_apic_id":0,"hybrid":true,"core_types":{"uniform":0,"core":2,"atom":2},"max_cpus":512,"only_boot_cpu_because":null}"#,
+        );
+        let text = renderer.lines(&cpus).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines[..4],
+            [
+                "cpus     4 online (APIC IDs 0, 2, 4, 6) | hybrid: 2 core, 2 atom",
+                "         cpus 0-1: type core",
+                "         cpus 2-3: type atom",
+                "         cpus 2-3: pmu v5: 6 GP x 48 bits, 3 fixed x 48 bits (not the boot CPU's)",
+            ]
+        );
+        // --verbose: every CPU.
+        assert_eq!(lines.len(), 8, "{text}");
+        assert_eq!(
+            lines[6],
+            "         cpu 2 | APIC ID 4, uid 4 | online | atom | timer 1000.000 MHz | pmu v5: 6 GP x 48 bits, 3 fixed x 48 bits (not the boot CPU's)"
+        );
+        // Where tasks ran: the CPU when not the boot CPU, the core type on a hybrid part.
+        let start = |cpu: u64, ty: &str| {
+            rec(&format!(
+                r#"{{"type":"task_start","v":1,"task":"t","task_index":0,"cpu":{cpu},"core_type":"{ty}","entry":"0x401000","segments":2,"mapped_bytes":8192}}"#
+            ))
+        };
+        assert!(
+            record_lines(&start(0, "uniform"), None)
+                .unwrap()
+                .ends_with("8 KiB")
+        );
+        assert!(
+            record_lines(&start(3, "uniform"), None)
+                .unwrap()
+                .ends_with("8 KiB | cpu 3")
+        );
+        assert!(
+            record_lines(&start(0, "atom"), None)
+                .unwrap()
+                .ends_with("8 KiB | cpu 0 (atom)")
+        );
+    }
+
+    #[test]
+    fn processor_records_of_a_cut_log_are_not_lost() {
+        let mut renderer = RecordRenderer::default();
+        renderer.lines(&processor(Some(0), 0, "online", None, "uniform"));
+        let text = renderer
+            .lines(&rec(r#"{"type":"pci","v":1,"functions":5}"#))
+            .unwrap();
+        assert!(
+            text.starts_with("cpu      cpu 0 | APIC ID 0, uid 0 | online"),
+            "{text}"
+        );
+        assert!(
+            text.ends_with("pci      5 functions | ports 0xCF8/0xCFC"),
+            "{text}"
+        );
+        renderer.lines(&processor(Some(0), 0, "online", None, "uniform"));
+        assert!(renderer.finish().unwrap().starts_with("cpu      cpu 0"));
+        let end =
+            rec(r#"{"type":"end","v":1,"status":"ok","interrupts":{"timer":7,"wake_ipi":2}}"#);
+        assert_eq!(
+            record_lines(&end, None).unwrap(),
+            "end      ok | interrupts: timer 7, nmi 0, spurious 0, unexpected 0, wake ipi 2"
+        );
+    }
+
     #[test]
     fn unknown_types_and_versions_are_shown_not_dropped() {
         let r = rec(r#"{"type":"future","v":2,"x":1}"#);

@@ -577,7 +577,13 @@ impl Results {
         for prefix in ["value", "per_iteration"] {
             header.extend(stat_cols.iter().map(|c| format!("{prefix}_{c}")));
         }
-        header.extend(["outliers", "interrupts", "emulated", "cpu", "core_type"].map(String::from));
+        header.extend(["outliers", "interrupts", "emulated"].map(String::from));
+        // Where each ran: from kernels that say (issue 28 on); a log of an older one keeps the
+        // columns it always had.
+        let placed = self.benchmarks.iter().any(|b| b.cpu.is_some());
+        if placed {
+            header.extend(["cpu", "core_type"].map(String::from));
+        }
         w.write_record(&header)?;
         let opt = |v: Option<u64>| v.map_or(String::new(), |v| v.to_string());
         let text = |v: &Option<String>| v.clone().unwrap_or_default();
@@ -610,8 +616,10 @@ impl Results {
                 row.push(opt(r.outliers));
                 row.push(opt(r.interrupts));
                 row.push(r.emulated.to_string());
-                row.push(opt(b.cpu));
-                row.push(text(&b.core_type));
+                if placed {
+                    row.push(opt(b.cpu));
+                    row.push(text(&b.core_type));
+                }
                 w.write_record(&row)?;
             }
         }
