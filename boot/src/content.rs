@@ -60,17 +60,20 @@ pub type NamedElf = (String, Vec<u8>);
 /// The payload selection of `run` and `image`.
 #[derive(clap::Args, Clone, Debug, Default)]
 pub struct PayloadArgs {
-    /// Run a payload ELF in ring 3 (repeatable; named after the file stem).
-    #[arg(long = "payload", value_name = "FILE.elf")]
+    /// Run a payload ELF in ring 3 (repeatable; named after the file stem). `@CPU` at the end,
+    /// digits only, runs it on that CPU (an index: 0 is the boot CPU; in QEMU give --smp):
+    /// `bench.elf@3`. Any other `@` is part of the file's path.
+    #[arg(long = "payload", value_name = "FILE.elf[@CPU]")]
     pub payloads: Vec<PathBuf>,
     /// Run a built-in payload (repeatable): hello, loop1000, loop2000, rdpmc, spin, spawner, and
-    /// the benchmark suite's payloads.
-    #[arg(long = "builtin", value_name = "NAME")]
+    /// the benchmark suite's payloads. `NAME@CPU` runs it on that CPU (0 is the boot CPU, the
+    /// default; in QEMU give --smp): `add-latency@3`.
+    #[arg(long = "builtin", value_name = "NAME[@CPU]")]
     pub builtins: Vec<String>,
     /// Run a named list of built-in payloads (repeatable): default (the benchmark suite), core,
     /// memory, harness, none. Without --suite, --builtin or --payload: the default suite.
-    /// Order: suites, then built-ins, then files.
-    #[arg(long = "suite", value_name = "NAME")]
+    /// Order: suites, then built-ins, then files. `NAME@CPU` runs all of them on that CPU.
+    #[arg(long = "suite", value_name = "NAME[@CPU]")]
     pub suites: Vec<String>,
     /// Give payload NAME the argument text TEXT (repeatable; it reads it with the `args`
     /// syscall, e.g. `--args fuzz-syscalls="seed=7 calls=100000"`).
@@ -113,27 +116,115 @@ pub fn payload_args(args: &PayloadArgs, payloads: &[NamedElf]) -> Result<Vec<(St
     Ok(members)
 }
 
+/// CPU indexes a pin may name: 0 to 511 (the kernel's `PIN_CPU_MAX`, its most CPUs).
+pub const PIN_CPU_MAX: usize = 512;
+
+/// The most pins one run.cfg may give (the kernel's `PINS_MAX`).
+pub const PINS_MAX: usize = 64;
+
+/// A payload to run on a chosen CPU: `(payload name, CPU index)` (run.cfg `pin`).
+pub type Pin = (String, usize);
+
+/// Splits `NAME@CPU` into the name and the CPU index. `option` names the option in errors.
+///
+/// Strict (`--builtin`, `--suite`: their names never hold `@`): any `@` starts a CPU index,
+/// which must be there and be a number. Lenient (`--payload`, a file's path): only `@` and
+/// digits at the very end are a CPU index; any other `@` is part of the path.
+pub fn split_pin<'a>(option: &str, arg: &'a str, strict: bool) -> Result<(&'a str, Option<usize>)> {
+    let Some((name, cpu)) = arg.rsplit_once('@') else {
+        return Ok((arg, None));
+    };
+    let digits = !cpu.is_empty() && cpu.bytes().all(|b| b.is_ascii_digit());
+    if !digits {
+        if !strict {
+            return Ok((arg, None));
+        }
+        if cpu.is_empty() {
+            bail!("{option} {arg}: give a CPU index after `@` (e.g. {name}@1; 0 is the boot CPU)");
+        }
+        bail!(
+            "{option} {arg}: `{cpu}` is not a CPU index: after `@` comes the CPU's number (0 is the \
+             boot CPU)"
+        );
+    }
+    if name.is_empty() {
+        bail!("{option} {arg}: give the payload before `@` (e.g. hello@{cpu})");
+    }
+    match cpu.parse::<usize>() {
+        Ok(n) if n < PIN_CPU_MAX => Ok((name, Some(n))),
+        _ => bail!(
+            "{option} {arg}: CPU {cpu} is past the kernel's {PIN_CPU_MAX} CPUs (indexes 0 to {})",
+            PIN_CPU_MAX - 1
+        ),
+    }
+}
+
+/// Refuses pins to CPUs a QEMU machine with `smp` CPUs does not have, before it boots (the
+/// kernel would only report the payload as not run).
+pub fn check_pins_fit(pins: &[Pin], smp: u32) -> Result<()> {
+    let Some((name, cpu)) = pins.iter().max_by_key(|(_, cpu)| *cpu) else {
+        return Ok(());
+    };
+    if *cpu >= smp as usize {
+        let have = if smp == 1 {
+            "QEMU gets 1 CPU (index 0, the boot CPU)".to_string()
+        } else {
+            format!("QEMU gets {smp} CPUs (indexes 0 to {})", smp - 1)
+        };
+        let hint = if *cpu < crate::qemu::SMP_MAX as usize {
+            format!("add --smp {} (or more)", cpu + 1)
+        } else {
+            format!(
+                "QEMU's q35 machine has at most {} CPUs (indexes 0 to {})",
+                crate::qemu::SMP_MAX,
+                crate::qemu::SMP_MAX - 1
+            )
+        };
+        bail!("payload `{name}` is pinned to CPU {cpu}, but {have}: {hint}");
+    }
+    Ok(())
+}
+
+/// What a run packs: the payloads, the CPUs some of them are pinned to, notes for the user.
+#[derive(Clone, Debug, Default)]
+pub struct Selection {
+    pub payloads: Vec<NamedElf>,
+    /// Pins in the order the payloads are packed.
+    pub pins: Vec<Pin>,
+    pub notes: Vec<String>,
+}
+
 /// The payloads of a run: the suites named, then the built-ins, then the files, each in the
-/// order given; with none of them, the default suite. Returns `(name, ELF)` pairs and notes
-/// for the user (e.g. that the default suite is not built in).
-pub fn collect_payloads(args: &PayloadArgs) -> Result<(Vec<NamedElf>, Vec<String>)> {
+/// order given; with none of them, the default suite. Returns `(name, ELF)` pairs, the pins
+/// (`NAME@CPU`) and notes for the user (e.g. that the default suite is not built in).
+pub fn collect_payloads(args: &PayloadArgs) -> Result<Selection> {
     let mut notes = Vec::new();
     let mut payloads: Vec<NamedElf> = Vec::new();
+    let mut pins: Vec<Pin> = Vec::new();
     let implicit = args.suites.is_empty() && args.builtins.is_empty() && args.payloads.is_empty();
-    let suites: Vec<&str> = if implicit {
-        vec![payloads::DEFAULT_SUITE]
+    let suites: Vec<(&str, Option<usize>)> = if implicit {
+        vec![(payloads::DEFAULT_SUITE, None)]
     } else {
-        args.suites.iter().map(String::as_str).collect()
+        args.suites
+            .iter()
+            .map(|s| split_pin("--suite", s, true))
+            .collect::<Result<_>>()?
     };
-    for name in suites {
+    for (name, cpu) in suites {
         match payloads::suite_payloads(name) {
-            Ok(list) => payloads.extend(list.iter().map(|p| (p.name.to_string(), p.elf.to_vec()))),
+            Ok(list) => {
+                for p in list {
+                    payloads.push((p.name.to_string(), p.elf.to_vec()));
+                    pins.extend(cpu.map(|c| (p.name.to_string(), c)));
+                }
+            }
             // Before payloads/suite is built in, a plain `run` still boots (the report only).
             Err(e) if implicit => notes.push(format!("{e:#}; booting without payloads")),
             Err(e) => return Err(e),
         }
     }
-    for name in &args.builtins {
+    for arg in &args.builtins {
+        let (name, cpu) = split_pin("--builtin", arg, true)?;
         let p = payloads::builtin(name).with_context(|| {
             format!(
                 "no built-in payload `{name}` (there are: {})",
@@ -141,9 +232,19 @@ pub fn collect_payloads(args: &PayloadArgs) -> Result<(Vec<NamedElf>, Vec<String
             )
         })?;
         payloads.push((p.name.to_string(), p.elf.to_vec()));
+        pins.extend(cpu.map(|c| (p.name.to_string(), c)));
     }
     for path in &args.payloads {
-        payloads.push(read_payload_file(path)?);
+        let (path, cpu) = match path.to_str() {
+            Some(text) => {
+                let (file, cpu) = split_pin("--payload", text, false)?;
+                (PathBuf::from(file), cpu)
+            }
+            None => (path.clone(), None),
+        };
+        let payload = read_payload_file(&path)?;
+        pins.extend(cpu.map(|c| (payload.0.clone(), c)));
+        payloads.push(payload);
     }
     let mut seen = BTreeMap::new();
     for (name, _) in &payloads {
@@ -153,7 +254,17 @@ pub fn collect_payloads(args: &PayloadArgs) -> Result<(Vec<NamedElf>, Vec<String
             );
         }
     }
-    Ok((payloads, notes))
+    if pins.len() > PINS_MAX {
+        bail!(
+            "{} payloads are pinned to a CPU; the kernel takes at most {PINS_MAX} pins",
+            pins.len()
+        );
+    }
+    Ok(Selection {
+        payloads,
+        pins,
+        notes,
+    })
 }
 
 /// A payload file, named after its stem.
@@ -526,6 +637,114 @@ pub fn pack_perfmon(dir: &Path) -> Result<PerfmonPack> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cpu_is_chosen_after_the_name() {
+        assert_eq!(
+            split_pin("--builtin", "add-latency@3", true).unwrap(),
+            ("add-latency", Some(3))
+        );
+        assert_eq!(
+            split_pin("--builtin", "hello", true).unwrap(),
+            ("hello", None)
+        );
+        assert_eq!(
+            split_pin("--builtin", "hello@0", true).unwrap(),
+            ("hello", Some(0))
+        );
+        assert_eq!(
+            split_pin("--builtin", "h@511", true).unwrap(),
+            ("h", Some(511))
+        );
+        for (bad, why) in [
+            ("hello@", "give a CPU index after `@`"),
+            ("hello@x", "`x` is not a CPU index"),
+            ("hello@-1", "`-1` is not a CPU index"),
+            ("hello@3 ", "`3 ` is not a CPU index"),
+            ("@3", "give the payload before `@`"),
+            ("hello@512", "past the kernel's 512 CPUs"),
+            (
+                "hello@99999999999999999999999",
+                "past the kernel's 512 CPUs",
+            ),
+        ] {
+            let e = format!("{:#}", split_pin("--builtin", bad, true).unwrap_err());
+            assert!(e.starts_with(&format!("--builtin {bad}: ")), "{e}");
+            assert!(e.contains(why), "{bad}: {e}");
+        }
+        // A file's path: only `@` and digits at the end choose the CPU.
+        assert_eq!(
+            split_pin("--payload", "/tmp/a@b/x.elf@2", false).unwrap(),
+            ("/tmp/a@b/x.elf", Some(2))
+        );
+        for path in ["/tmp/a@b/x.elf", "x@y.elf", "x.elf@", "/tmp/a@3/x.elf"] {
+            assert_eq!(split_pin("--payload", path, false).unwrap(), (path, None));
+        }
+        assert!(split_pin("--payload", "x.elf@512", false).is_err());
+    }
+
+    #[test]
+    fn pins_come_with_the_payloads_and_reach_run_cfg() {
+        let args = PayloadArgs {
+            builtins: vec!["hello@3".into(), "loop1000".into()],
+            ..PayloadArgs::default()
+        };
+        let sel = collect_payloads(&args).unwrap();
+        let names: Vec<&str> = sel.payloads.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["hello", "loop1000"]);
+        assert_eq!(sel.pins, [("hello".to_string(), 3)]);
+        let config = RunConfig {
+            payloads: sel.payloads,
+            pins: sel.pins,
+            ..RunConfig::default()
+        };
+        assert!(
+            config.to_text().contains("\npin = hello@3\n"),
+            "{}",
+            config.to_text()
+        );
+        image::build_ramdisk(&config).unwrap();
+        // A file: named after its stem, the CPU after the last `@`.
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("bench.elf");
+        std::fs::write(&file, b"\x7fELF").unwrap();
+        let args = PayloadArgs {
+            payloads: vec![PathBuf::from(format!("{}@2", file.display()))],
+            ..PayloadArgs::default()
+        };
+        let sel = collect_payloads(&args).unwrap();
+        assert_eq!(sel.payloads[0].0, "bench");
+        assert_eq!(sel.pins, [("bench".to_string(), 2)]);
+        // The name is checked as a built-in's after the CPU is taken off.
+        let args = PayloadArgs {
+            builtins: vec!["nosuch@1".into()],
+            ..PayloadArgs::default()
+        };
+        let e = format!("{:#}", collect_payloads(&args).unwrap_err());
+        assert!(e.contains("no built-in payload `nosuch`"), "{e}");
+    }
+
+    #[test]
+    fn a_pin_past_the_machines_cpus_is_refused_before_booting() {
+        let pins = vec![("a".to_string(), 1), ("b".to_string(), 3)];
+        check_pins_fit(&pins, 4).unwrap();
+        check_pins_fit(&[], 1).unwrap();
+        let e = format!("{:#}", check_pins_fit(&pins, 2).unwrap_err());
+        assert_eq!(
+            e,
+            "payload `b` is pinned to CPU 3, but QEMU gets 2 CPUs (indexes 0 to 1): add --smp 4 (or more)"
+        );
+        let e = format!("{:#}", check_pins_fit(&pins[..1], 1).unwrap_err());
+        assert!(
+            e.contains("QEMU gets 1 CPU (index 0, the boot CPU): add --smp 2"),
+            "{e}"
+        );
+        let e = format!(
+            "{:#}",
+            check_pins_fit(&[("c".into(), 300)], 288).unwrap_err()
+        );
+        assert!(e.contains("at most 288 CPUs"), "{e}");
+    }
 
     #[test]
     fn event_lists_are_checked_without_knowing_the_vendor() {

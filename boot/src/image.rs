@@ -103,6 +103,12 @@ pub struct RunConfig {
     /// Sampling (`sample = WORD@PERIOD,...`, as `run --sample` encodes it): every payload task
     /// records its RIP every PERIOD events (docs/profiling.md).
     pub sample: Option<String>,
+    /// Payloads run on a chosen CPU (`pin = NAME@CPU,...`; `*` for every payload not named):
+    /// `(payload name or "*", CPU index)`, in order. Empty: all on the boot CPU.
+    pub pins: Vec<(String, usize)>,
+    /// Test-only: an APIC ID with nothing behind it, started like a CPU of the MADT
+    /// (`test_phantom_cpu`), to see a CPU that does not answer reported.
+    pub test_phantom_cpu: Option<u32>,
 }
 
 impl Default for RunConfig {
@@ -124,6 +130,8 @@ impl Default for RunConfig {
             extra_members: Vec::new(),
             nanobench_config: None,
             sample: None,
+            pins: Vec::new(),
+            test_phantom_cpu: None,
         }
     }
 }
@@ -170,6 +178,17 @@ impl RunConfig {
         if let Some(sample) = &self.sample {
             let _ = writeln!(s, "sample = {sample}");
         }
+        if !self.pins.is_empty() {
+            let pins: Vec<String> = self
+                .pins
+                .iter()
+                .map(|(name, cpu)| format!("{name}@{cpu}"))
+                .collect();
+            let _ = writeln!(s, "pin = {}", pins.join(","));
+        }
+        if let Some(id) = self.test_phantom_cpu {
+            let _ = writeln!(s, "test_phantom_cpu = {id}");
+        }
         for line in &self.extra_lines {
             let _ = writeln!(s, "{line}");
         }
@@ -193,6 +212,33 @@ pub fn valid_payload_name(name: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
 }
 
+/// Checks the pins as the kernel will: each names `*` or a payload packed, once, and a CPU
+/// index it can have; at most [`crate::content::PINS_MAX`] of them.
+fn check_pins(config: &RunConfig) -> Result<()> {
+    use crate::content::{PIN_CPU_MAX, PINS_MAX};
+    if config.pins.len() > PINS_MAX {
+        anyhow::bail!(
+            "{} pins: the kernel takes at most {PINS_MAX}",
+            config.pins.len()
+        );
+    }
+    for (i, (name, cpu)) in config.pins.iter().enumerate() {
+        if name != "*" && !config.payloads.iter().any(|(n, _)| n == name) {
+            anyhow::bail!("pin {name}@{cpu}: no payload `{name}` is packed");
+        }
+        if *cpu >= PIN_CPU_MAX {
+            anyhow::bail!(
+                "pin {name}@{cpu}: CPU indexes go from 0 to {}",
+                PIN_CPU_MAX - 1
+            );
+        }
+        if config.pins[..i].iter().any(|(n, _)| n == name) {
+            anyhow::bail!("pin {name}@...: `{name}` is pinned twice");
+        }
+    }
+    Ok(())
+}
+
 /// Builds the ramdisk: a ustar archive with `run.cfg`, then `payloads/<name>.elf` for each
 /// payload in order, then the extra members (event tables), then the nanoBench config.
 pub fn build_ramdisk(config: &RunConfig) -> Result<Vec<u8>> {
@@ -205,6 +251,7 @@ pub fn build_ramdisk(config: &RunConfig) -> Result<Vec<u8>> {
         header.set_cksum();
         archive.append_data(&mut header, path, data)
     };
+    check_pins(config)?;
     append(CONFIG_MEMBER, config.to_text().as_bytes()).context("packing run.cfg")?;
     for (name, elf) in &config.payloads {
         if !valid_payload_name(name) {
@@ -508,6 +555,29 @@ fn stage_3_with_own_stack(stage_3: &[u8]) -> Result<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pins_are_written_and_checked_as_the_kernel_reads_them() {
+        let mut config = RunConfig {
+            payloads: vec![("a".into(), vec![1]), ("b".into(), vec![2])],
+            pins: vec![("a".into(), 3), ("*".into(), 1)],
+            test_phantom_cpu: Some(9),
+            ..RunConfig::default()
+        };
+        let text = config.to_text();
+        assert!(text.contains("\npin = a@3,*@1\n"), "{text}");
+        assert!(text.contains("\ntest_phantom_cpu = 9\n"), "{text}");
+        check_pins(&config).unwrap();
+        assert!(!RunConfig::default().to_text().contains("pin"));
+        config.pins = vec![("c".into(), 1)];
+        assert!(format!("{:#}", check_pins(&config).unwrap_err()).contains("no payload `c`"));
+        config.pins = vec![("a".into(), 1), ("a".into(), 2)];
+        assert!(format!("{:#}", check_pins(&config).unwrap_err()).contains("twice"));
+        config.pins = vec![("a".into(), 512)];
+        assert!(check_pins(&config).is_err());
+        config.pins = vec![("*".into(), 0); 65];
+        assert!(check_pins(&config).is_err());
+    }
 
     #[test]
     fn ramdisk_is_a_ustar_archive_with_run_cfg() {

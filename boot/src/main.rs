@@ -170,6 +170,10 @@ struct QemuArgs {
     /// Guest memory in MiB.
     #[arg(long, default_value_t = 256)]
     memory: u32,
+    /// CPUs in the guest (QEMU's `-smp N`, 1 to 288): the kernel starts them all, and a payload
+    /// runs on the one given after its name (`--builtin NAME@CPU`; `count`, `asm`: --on-cpu).
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = baremark::qemu::parse_smp)]
+    smp: u32,
     /// `emulated`: count with baremark's emulated PMU, a PMU model in QEMU's TCG
     /// (docs/emulated-pmu.md): exact, deterministic counts without hardware counters. Builds
     /// that QEMU on first use (cached), and runs under TCG with `-icount shift=0` unless
@@ -230,12 +234,17 @@ struct RunArgs {
     /// or run the ring-3 smoke payloads (ring3).
     #[arg(long, hide = true)]
     test: Option<String>,
+    /// Test-only: start an APIC ID with no CPU behind it (run.cfg `test_phantom_cpu`), to see
+    /// a CPU that does not answer reported as failed.
+    #[arg(long, hide = true, value_name = "APICID")]
+    test_phantom_cpu: Option<u32>,
 }
 
 #[derive(clap::Args)]
 struct CountArgs {
-    /// The payload: an ELF file (a path, or a name ending in .elf) or a built-in payload's name.
-    #[arg(value_name = "PAYLOAD.elf|NAME")]
+    /// The payload: an ELF file (a path, or a name ending in .elf) or a built-in payload's name;
+    /// `@CPU` at the end (digits only) runs it on that CPU, like --on-cpu: `add-latency@3`.
+    #[arg(value_name = "PAYLOAD.elf|NAME[@CPU]")]
     payload: String,
     #[command(flatten)]
     measure: MeasureArgs,
@@ -251,11 +260,26 @@ struct MeasureArgs {
     /// The watchdog budget in milliseconds (0: none; default: the kernel's, 10000).
     #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u32).range(0..=3_600_000))]
     task_budget_ms: Option<u32>,
+    /// Run the payload on this CPU (an index: 0 is the boot CPU, the default; give QEMU the
+    /// CPUs with --smp). `count NAME@CPU` says the same.
+    #[arg(long, value_name = "CPU", value_parser = parse_cpu_index)]
+    on_cpu: Option<usize>,
     #[command(flatten)]
     output: OutputArgs,
     /// Also print the kernel's text lines and the raw records.
     #[arg(long)]
     verbose: bool,
+}
+
+fn parse_cpu_index(s: &str) -> Result<usize, String> {
+    let max = content::PIN_CPU_MAX;
+    match s.trim().parse::<usize>() {
+        Ok(n) if n < max => Ok(n),
+        _ => Err(format!(
+            "`{s}` is not a CPU index: give 0 (the boot CPU) to {}",
+            max - 1
+        )),
+    }
 }
 
 #[derive(clap::Args)]
@@ -399,6 +423,11 @@ fn prepare_boot(args: QemuArgs, config: RunConfig) -> Result<(BootRequest, Strin
     qemu.cpu = args.cpu;
     qemu.icount = args.icount;
     qemu.memory_mib = args.memory;
+    qemu.smp = args.smp;
+    // The CPUs pinned to must be there (unless QEMU's own -smp is passed through).
+    if !args.qemu_args.iter().any(|a| a == "-smp") {
+        content::check_pins_fit(&config.pins, args.smp)?;
+    }
     qemu.extra_args = args.qemu_args;
     qemu.timeout = Duration::from_secs(args.timeout);
     if args.icount.is_some() && args.accel == Accel::Kvm {
@@ -457,7 +486,7 @@ fn boot_live(
     human: &mut dyn Write,
 ) -> Result<RunOutcome> {
     let mut progress = Progress::new(request.config.payloads.len(), verbose);
-    let mut renderer = render::RecordRenderer::default();
+    let mut renderer = render::RecordRenderer::verbose(verbose);
     let outcome = session::boot(request, &mut |event| match event {
         Event::Record(record, _) => {
             progress.record(record);
@@ -480,6 +509,9 @@ fn boot_live(
         }
     });
     progress.finish();
+    if print_records && let Some(lines) = renderer.finish() {
+        let _ = writeln!(human, "{lines}");
+    }
     outcome
 }
 
@@ -523,12 +555,18 @@ fn run(args: RunArgs) -> Result<ExitCode> {
     } else {
         None
     };
-    let (payloads, mut notes) = content::collect_payloads(&args.payloads)?;
+    let content::Selection {
+        payloads,
+        pins,
+        mut notes,
+    } = content::collect_payloads(&args.payloads)?;
     let arg_members = content::payload_args(&args.payloads, &payloads)?;
     let mut config = RunConfig {
         on_end: OnEnd::QemuExit,
         extra_members: arg_members,
+        pins,
         test: args.test,
+        test_phantom_cpu: args.test_phantom_cpu,
         timer_checks: !args.no_timer_checks,
         selftest: args.selftest,
         canary: args.canary,
@@ -645,21 +683,34 @@ fn print_profiles(
 
 /// `count`: one payload, only its results.
 fn count(args: CountArgs) -> Result<ExitCode> {
-    args.measure.output.check()?;
-    let path = PathBuf::from(&args.payload);
-    let payload = if path.is_file() || args.payload.ends_with(".elf") {
+    let mut measure = args.measure;
+    measure.output.check()?;
+    // `NAME@3` / `FILE.elf@3`: `@` and digits at the end are the CPU (a file's path may hold
+    // another `@`).
+    let (name, cpu) = content::split_pin("count", &args.payload, false)?;
+    match (cpu, measure.on_cpu) {
+        (Some(a), Some(b)) if a != b => {
+            bail!(
+                "count {}: CPU {a} there, but --on-cpu {b}: give one",
+                args.payload
+            )
+        }
+        (Some(a), _) => measure.on_cpu = Some(a),
+        _ => {}
+    }
+    let path = PathBuf::from(name);
+    let payload = if path.is_file() || name.ends_with(".elf") {
         content::read_payload_file(&path)?
     } else {
-        let p = baremark::payloads::builtin(&args.payload).with_context(|| {
+        let p = baremark::payloads::builtin(name).with_context(|| {
             format!(
-                "`{}` is neither a file nor a built-in payload (there are: {})",
-                args.payload,
+                "`{name}` is neither a file nor a built-in payload (there are: {})",
                 baremark::payloads::builtin_names().join(", ")
             )
         })?;
         (p.name.to_string(), p.elf.to_vec())
     };
-    let (outcome, _) = measure_one(payload, args.measure)?;
+    let (outcome, _) = measure_one(payload, measure)?;
     Ok(verdict_code(&outcome))
 }
 
@@ -667,9 +718,11 @@ fn count(args: CountArgs) -> Result<ExitCode> {
 /// stat` for one payload), the perf-format lines and the files asked for.
 fn measure_one(payload: content::NamedElf, m: MeasureArgs) -> Result<(RunOutcome, Results)> {
     m.output.check()?;
+    let pins = m.on_cpu.map(|cpu| (payload.0.clone(), cpu));
     let mut config = RunConfig {
         on_end: OnEnd::QemuExit,
         payloads: vec![payload],
+        pins: pins.into_iter().collect(),
         task_budget_ms: m.task_budget_ms,
         ..RunConfig::default()
     };
@@ -808,11 +861,16 @@ fn write_images(args: ImageArgs) -> Result<()> {
     if args.bios.is_none() && args.uefi.is_none() && args.usb.is_none() {
         bail!("say where to write the image: --usb FILE (BIOS and UEFI), --bios FILE, --uefi FILE");
     }
-    let (payloads, mut notes) = content::collect_payloads(&args.payloads)?;
+    let content::Selection {
+        payloads,
+        pins,
+        mut notes,
+    } = content::collect_payloads(&args.payloads)?;
     let arg_members = content::payload_args(&args.payloads, &payloads)?;
     let mut config = RunConfig {
         on_end: args.on_end,
         extra_members: arg_members,
+        pins,
         payloads,
         task_budget_ms: args.task_budget_ms,
         selftest: args.selftest,
@@ -901,6 +959,9 @@ fn report(log: &Path, output: &OutputArgs, profile: Option<&ProfileArgs>) -> Res
             if let Some(lines) = renderer.lines(record) {
                 let _ = writeln!(human, "{lines}");
             }
+        }
+        if let Some(lines) = renderer.finish() {
+            let _ = writeln!(human, "{lines}");
         }
         let mut res = Results::from_records(&run.records);
         for (payload, bench, why) in &run.incomplete {

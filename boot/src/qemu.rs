@@ -136,6 +136,25 @@ pub struct QemuOptions {
     pub binary: Option<PathBuf>,
     /// The emulated PMU's model (TCG only; the binary must be the emulator's).
     pub pmu_model: Option<PmuModel>,
+    /// CPUs (`-smp N`, 1..=[`SMP_MAX`]); 1 leaves `-smp` out (QEMU's default, one CPU).
+    pub smp: u32,
+}
+
+/// The most CPUs `--smp` gives QEMU's q35 machine (its limit in the QEMU versions baremark
+/// runs on; docs/platforms.md has the 288-CPU row).
+pub const SMP_MAX: u32 = 288;
+
+/// `--smp N`: 1 to [`SMP_MAX`] CPUs.
+pub fn parse_smp(s: &str) -> Result<u32, String> {
+    match s.trim().parse::<u32>() {
+        Ok(n) if (1..=SMP_MAX).contains(&n) => Ok(n),
+        Ok(n) => Err(format!(
+            "{n} CPUs: QEMU's q35 machine takes 1 to {SMP_MAX} (e.g. --smp 4)"
+        )),
+        Err(_) => Err(format!(
+            "`{s}` is not a number of CPUs: give 1 to {SMP_MAX} (e.g. --smp 4)"
+        )),
+    }
 }
 
 impl QemuOptions {
@@ -150,6 +169,7 @@ impl QemuOptions {
             timeout: Duration::from_secs(60),
             binary: None,
             pmu_model: None,
+            smp: 1,
         }
     }
 }
@@ -248,6 +268,9 @@ pub fn command(qemu: &Path, image: &Path, opts: &QemuOptions, scratch: &Path) ->
     let mut cmd = Command::new(qemu);
     cmd.args(["-machine", "q35", "-m"])
         .arg(format!("{}M", opts.memory_mib));
+    if opts.smp > 1 {
+        cmd.arg("-smp").arg(opts.smp.to_string());
+    }
     match opts.accel {
         Accel::Kvm => {
             cmd.args(["-accel", "kvm", "-cpu"])
@@ -382,5 +405,22 @@ mod tests {
         assert_eq!(after(&args(&opts), "-cpu"), "max,phys-bits=39,-x2apic");
         opts.icount = None;
         assert_eq!(after(&args(&opts), "-cpu"), "max,phys-bits=39");
+    }
+
+    #[test]
+    fn smp_is_passed_on_and_checked() {
+        let mut opts = QemuOptions::new(Firmware::Bios, Accel::Tcg);
+        assert!(
+            !args(&opts).contains(&"-smp".to_string()),
+            "1: QEMU's default"
+        );
+        opts.smp = 4;
+        assert_eq!(after(&args(&opts), "-smp"), "4");
+        assert_eq!(parse_smp("1"), Ok(1));
+        assert_eq!(parse_smp("288"), Ok(288));
+        for bad in ["0", "289", "-1", "four", ""] {
+            let e = parse_smp(bad).unwrap_err();
+            assert!(e.contains("1 to 288"), "{bad}: {e}");
+        }
     }
 }

@@ -81,12 +81,27 @@ fn multiplexed_lines(r: &Record, vendor: Option<Vendor>) -> String {
 /// (from the `cpu` record), so that event words are named as on that vendor (AMD's and Intel's
 /// encodings of the same generic event differ, and one vendor's word can mean another event on
 /// the other).
+///
+/// The `processor` records (one per CPU) are kept until the `cpus` record after them, and shown
+/// under its line: the CPUs that did not start and why, the core types of a hybrid part; with
+/// `verbose`, every CPU.
 #[derive(Default)]
 pub struct RecordRenderer {
     vendor: Option<Vendor>,
+    processors: Vec<Record>,
+    /// Show a line per CPU under the `cpus` line (`run --verbose`).
+    pub verbose: bool,
 }
 
 impl RecordRenderer {
+    /// A renderer that shows every CPU's `processor` record (`run --verbose`).
+    pub fn verbose(verbose: bool) -> Self {
+        Self {
+            verbose,
+            ..Self::default()
+        }
+    }
+
     /// The report line(s) for the next record, or `None` for records that need no line.
     pub fn lines(&mut self, r: &Record) -> Option<String> {
         if r.kind == "cpu"
@@ -94,7 +109,254 @@ impl RecordRenderer {
         {
             self.vendor = Some(v);
         }
-        record_lines(r, self.vendor)
+        match r.kind.as_str() {
+            "processor" => {
+                self.processors.push(r.clone());
+                return None;
+            }
+            "cpus" => {
+                let processors = std::mem::take(&mut self.processors);
+                let mut out = cpus_lines(r, &processors, self.verbose);
+                if let Some(v) = r.version().filter(|&v| v != SCHEMA_VERSION) {
+                    let _ = write!(
+                        out,
+                        "  [record schema v{v}; this tool knows v{SCHEMA_VERSION}]"
+                    );
+                }
+                return Some(out);
+            }
+            _ => {}
+        }
+        // `processor` records without their `cpus` record (a log cut short): one line each.
+        let held: Vec<String> = std::mem::take(&mut self.processors)
+            .iter()
+            .filter_map(|p| record_lines(p, self.vendor))
+            .collect();
+        let line = record_lines(r, self.vendor);
+        if held.is_empty() {
+            return line;
+        }
+        Some(held.into_iter().chain(line).collect::<Vec<_>>().join("\n"))
+    }
+
+    /// What is held back at the end of the records (`processor` records whose `cpus` record
+    /// never came).
+    pub fn finish(&mut self) -> Option<String> {
+        let held: Vec<String> = std::mem::take(&mut self.processors)
+            .iter()
+            .filter_map(|p| record_lines(p, self.vendor))
+            .collect();
+        (!held.is_empty()).then(|| held.join("\n"))
+    }
+}
+
+/// `0-3, 8, 10-11` (sorted, duplicates dropped).
+pub fn ranges(ids: &[u64]) -> String {
+    let mut ids = ids.to_vec();
+    ids.sort_unstable();
+    ids.dedup();
+    let mut parts = Vec::new();
+    let mut i = 0;
+    while i < ids.len() {
+        let mut j = i;
+        while j + 1 < ids.len() && ids[j + 1] == ids[j] + 1 {
+            j += 1;
+        }
+        parts.push(if j > i {
+            format!("{}-{}", ids[i], ids[j])
+        } else {
+            ids[i].to_string()
+        });
+        i = j + 1;
+    }
+    parts.join(", ")
+}
+
+/// A CPU's PMU as a `processor` record gives it: `v2: 4 GP x 48 bits, 3 fixed x 48 bits`.
+fn processor_pmu(p: &Value) -> String {
+    let n = |k: &str| p.get(k).and_then(Value::as_u64).unwrap_or(0);
+    format!(
+        "v{}: {} GP x {} bits, {} fixed x {} bits",
+        n("version"),
+        n("gp"),
+        n("gp_width"),
+        n("fixed"),
+        n("fixed_width")
+    )
+}
+
+/// One CPU (`processor` record) on a line: `cpu 3 | APIC ID 3, uid 3 | online | ...`.
+fn processor_line(r: &Record) -> String {
+    let who = match r.u64("index") {
+        Some(i) => format!("cpu {i} | APIC ID {}", r.u64("apic_id").unwrap_or(0)),
+        None => format!("APIC ID {}", r.u64("apic_id").unwrap_or(0)),
+    };
+    let uid = r
+        .u64("uid")
+        .map(|u| format!(", uid {u}"))
+        .unwrap_or_default();
+    let mut line = format!("{who}{uid} | {}", s(r, "state"));
+    if let Some(why) = r.str("reason") {
+        let _ = write!(line, ": {why}");
+    }
+    if let Some(t) = r.str("core_type") {
+        let _ = write!(line, " | {t}");
+    }
+    if let Some(hz) = r.u64("timer_hz") {
+        let _ = write!(line, " | timer {}", mhz(hz));
+    }
+    let pmu = r.get("pmu");
+    if pmu.is_object() {
+        let _ = write!(
+            line,
+            " | pmu {}{}",
+            processor_pmu(pmu),
+            if pmu.get("same_as_boot_cpu").and_then(Value::as_bool) == Some(false) {
+                " (not the boot CPU's)"
+            } else {
+                ""
+            }
+        );
+    }
+    line
+}
+
+/// The `cpus` record's line, and under it what the `processor` records before it add: why
+/// only the boot CPU runs, each CPU that failed to start and why, the CPUs not enabled (by
+/// reason), which CPUs are which core type on a hybrid part, PMUs unlike the boot CPU's; with
+/// `verbose`, a line per CPU.
+pub fn cpus_lines(r: &Record, processors: &[Record], verbose: bool) -> String {
+    let online = r.u64("online").unwrap_or(0);
+    let failed = r.u64("failed").unwrap_or(0);
+    let disabled = r.u64("disabled").unwrap_or(0);
+    let types = r.get("core_types");
+    let count = |t: &str| types.get(t).and_then(Value::as_u64).unwrap_or(0);
+    let hybrid = r.get("hybrid").as_bool() == Some(true);
+    let is = |p: &&Record, state: &str| p.str("state") == Some(state);
+    let online_ids: Vec<u64> = processors
+        .iter()
+        .filter(|p| is(p, "online"))
+        .filter_map(|p| p.u64("apic_id"))
+        .collect();
+    let mut out = format!("{}{online} online", label("cpus"));
+    if !online_ids.is_empty() {
+        let _ = write!(
+            out,
+            " (APIC ID{} {})",
+            if online_ids.len() == 1 { "" } else { "s" },
+            ranges(&online_ids)
+        );
+    }
+    if failed > 0 {
+        let _ = write!(out, " | {failed} failed");
+    }
+    if disabled > 0 {
+        let _ = write!(out, " | {disabled} not enabled");
+    }
+    if hybrid {
+        let _ = write!(
+            out,
+            " | hybrid: {} core, {} atom",
+            count("core"),
+            count("atom")
+        );
+        let other = online.saturating_sub(count("core") + count("atom") + count("uniform"));
+        if other > 0 {
+            let _ = write!(out, ", {other} other");
+        }
+    }
+    let more = |out: &mut String, text: String| {
+        let _ = write!(out, "\n{}{text}", label(""));
+    };
+    if let Some(why) = r.str("only_boot_cpu_because") {
+        more(&mut out, format!("only the boot CPU runs: {why}"));
+    }
+    for p in processors.iter().filter(|p| is(p, "failed")) {
+        more(
+            &mut out,
+            format!(
+                "APIC ID {}: not started: {}",
+                p.u64("apic_id").unwrap_or(0),
+                s(p, "reason")
+            ),
+        );
+    }
+    // The CPUs not enabled, by reason (a firmware may list hundreds of absent ones).
+    let mut by_reason: Vec<(&str, Vec<u64>)> = Vec::new();
+    for p in processors.iter().filter(|p| is(p, "disabled")) {
+        let why = p.str("reason").unwrap_or("no reason given");
+        let id = p.u64("apic_id").unwrap_or(0);
+        match by_reason.iter_mut().find(|(w, _)| *w == why) {
+            Some((_, ids)) => ids.push(id),
+            None => by_reason.push((why, vec![id])),
+        }
+    }
+    for (why, ids) in by_reason {
+        more(
+            &mut out,
+            format!(
+                "APIC ID{} {}: not enabled: {why}",
+                if ids.len() == 1 { "" } else { "s" },
+                ranges(&ids)
+            ),
+        );
+    }
+    // Which CPU (the index a pin names) is which core type, and PMUs unlike the boot CPU's.
+    let mut groups: Vec<(String, Vec<u64>)> = Vec::new();
+    let mut add = |key: String, index: u64| match groups.iter_mut().find(|(k, _)| *k == key) {
+        Some((_, v)) => v.push(index),
+        None => groups.push((key, vec![index])),
+    };
+    for p in processors.iter().filter(|p| is(p, "online")) {
+        let Some(index) = p.u64("index") else {
+            continue;
+        };
+        if hybrid {
+            add(format!("type {}", s(p, "core_type")), index);
+        }
+        let pmu = p.get("pmu");
+        if pmu.get("same_as_boot_cpu").and_then(Value::as_bool) == Some(false) {
+            add(
+                format!("pmu {} (not the boot CPU's)", processor_pmu(pmu)),
+                index,
+            );
+        }
+    }
+    for (what, indexes) in groups {
+        more(
+            &mut out,
+            format!(
+                "cpu{} {}: {what}",
+                if indexes.len() == 1 { "" } else { "s" },
+                ranges(&indexes)
+            ),
+        );
+    }
+    if verbose {
+        for p in processors {
+            more(&mut out, processor_line(p));
+        }
+    }
+    out
+}
+
+/// ` on cpu 3` when a record's `cpu` is not the boot CPU.
+fn on_cpu(r: &Record) -> String {
+    match r.u64("cpu") {
+        Some(c) if c != 0 => format!(" on cpu {c}"),
+        _ => String::new(),
+    }
+}
+
+/// ` | cpu 3`, ` | cpu 3 (atom)`: where a task or benchmark ran, when not on the boot CPU or
+/// when the part is hybrid (a `core_type` other than `uniform`); empty otherwise.
+pub fn cpu_note(r: &Record) -> String {
+    let cpu = r.u64("cpu");
+    let core_type = r.str("core_type").filter(|t| *t != "uniform");
+    match (cpu, core_type) {
+        (Some(c), Some(t)) => format!(" | cpu {c} ({t})"),
+        (Some(c), None) if c != 0 => format!(" | cpu {c}"),
+        _ => String::new(),
     }
 }
 
@@ -131,6 +393,8 @@ pub fn record_lines(r: &Record, vendor: Option<Vendor>) -> Option<String> {
                 }
             )
         }
+        "processor" => format!("{}{}", label("cpu"), processor_line(r)),
+        "cpus" => cpus_lines(r, &[], false),
         "harness_error" => format!(
             "{}{}{}: {}",
             label("HARNESS"),
@@ -499,6 +763,9 @@ pub fn record_lines(r: &Record, vendor: Option<Vendor>) -> Option<String> {
             if let Some(task) = r.str("task") {
                 let _ = write!(line, " | task {task}");
             }
+            if let Some(cpu) = r.u64("cpu").filter(|&c| c != 0) {
+                let _ = write!(line, " | cpu {cpu}");
+            }
             if let Some(detail) = r.str("detail") {
                 let _ = write!(line, " | {detail}");
             }
@@ -536,8 +803,13 @@ pub fn record_lines(r: &Record, vendor: Option<Vendor>) -> Option<String> {
             } else {
                 String::new()
             };
+            // Wake-up IPIs (work sent to another CPU) only where there were some.
+            let wake = match n("wake_ipi") {
+                0 => String::new(),
+                w => format!(", wake ipi {w}"),
+            };
             format!(
-                "{}{status} | interrupts: timer {}, nmi {}, spurious {}, unexpected {}{pmi}",
+                "{}{status} | interrupts: timer {}, nmi {}, spurious {}, unexpected {}{wake}{pmi}",
                 label("end"),
                 n("timer"),
                 n("nmi"),
@@ -546,13 +818,14 @@ pub fn record_lines(r: &Record, vendor: Option<Vendor>) -> Option<String> {
             )
         }
         "task_start" => format!(
-            "{}{} (#{}) | entry {} | {} segments, {} KiB",
+            "{}{} (#{}) | entry {} | {} segments, {} KiB{}",
             label("task"),
             s(r, "task"),
             r.u64("task_index").unwrap_or(0),
             s(r, "entry"),
             r.u64("segments").unwrap_or(0),
-            r.u64("mapped_bytes").unwrap_or(0) >> 10
+            r.u64("mapped_bytes").unwrap_or(0) >> 10,
+            cpu_note(r)
         ),
         "task_output" => format!(
             "{}{}: {}",
@@ -572,6 +845,7 @@ pub fn record_lines(r: &Record, vendor: Option<Vendor>) -> Option<String> {
             if let Some(v) = r.u64("virtual_tsc") {
                 let _ = write!(line, " | virtual tsc {v}");
             }
+            line.push_str(&cpu_note(r));
             match (r.u64("notifications"), r.u64("notifications_late")) {
                 (Some(n), Some(late)) if n > 0 && late > 0 => {
                     let _ = write!(line, " | {n} notifications ({late} periods late)");
@@ -596,12 +870,13 @@ pub fn record_lines(r: &Record, vendor: Option<Vendor>) -> Option<String> {
                 })
                 .collect();
             format!(
-                "{}{}: {} | {} tsc ticks | generation {}{}",
+                "{}{}{}: {} | {} tsc ticks | generation {}{}",
                 label("system"),
                 match r.str("task") {
                     Some(t) => format!("{t} (#{})", r.u64("task_index").unwrap_or(0)),
                     None => "the run".to_string(),
                 },
+                on_cpu(r),
                 list.join(" | "),
                 r.u64("tsc").unwrap_or(0),
                 r.u64("generation").unwrap_or(0),
@@ -626,7 +901,7 @@ pub fn record_lines(r: &Record, vendor: Option<Vendor>) -> Option<String> {
             }
         ),
         "task_killed" => format!(
-            "{}{}: killed by the watchdog: past its budget of {} ms{} | virtual tsc {} | {} syscalls, {} interrupts",
+            "{}{}: killed by the watchdog: past its budget of {} ms{} | virtual tsc {} | {} syscalls, {} interrupts{}",
             label("TASK"),
             s(r, "task"),
             r.u64("budget_ms").unwrap_or(0),
@@ -640,7 +915,8 @@ pub fn record_lines(r: &Record, vendor: Option<Vendor>) -> Option<String> {
             },
             r.u64("virtual_tsc").unwrap_or(0),
             r.u64("syscalls").unwrap_or(0),
-            r.u64("interrupts").unwrap_or(0)
+            r.u64("interrupts").unwrap_or(0),
+            cpu_note(r)
         ),
         "task_error" => format!(
             "{}{}: not run: {}",
@@ -654,12 +930,19 @@ pub fn record_lines(r: &Record, vendor: Option<Vendor>) -> Option<String> {
                     .iter()
                     .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or("?")))
                     .collect();
-                format!("{}{}: {}", label("report"), s(r, "task"), pairs.join(" "))
+                format!(
+                    "{}{}{}: {}",
+                    label("report"),
+                    s(r, "task"),
+                    on_cpu(r),
+                    pairs.join(" ")
+                )
             }
             None => format!(
-                "{}{}: {}",
+                "{}{}{}: {}",
                 label("report"),
                 s(r, "task"),
+                on_cpu(r),
                 s(r, "text").trim_end()
             ),
         },
@@ -877,6 +1160,160 @@ mod tests {
         assert!(
             line.contains("past its budget of 20 ms | virtual tsc 20000100"),
             "{line}"
+        );
+    }
+
+    fn processor(
+        index: Option<u64>,
+        apic: u64,
+        state: &str,
+        reason: Option<&str>,
+        ty: &str,
+    ) -> Record {
+        let pmu = if state == "online" {
+            let same = ty != "atom";
+            format!(
+                r#"{{"version":5,"gp":{},"gp_width":48,"fixed":3,"fixed_width":48,"same_as_boot_cpu":{same}}}"#,
+                if same { 8 } else { 6 }
+            )
+        } else {
+            "null".to_string()
+        };
+        rec(&format!(
+            r#"{{"type":"processor","v":1,"index":{},"apic_id":{apic},"uid":{apic},"state":"{state}","reason":{},"core_type":{},"timer_hz":{},"pmu":{pmu}}}"#,
+            index.map_or("null".to_string(), |i| i.to_string()),
+            reason.map_or("null".to_string(), |r| format!("\"{r}\"")),
+            if state == "online" {
+                format!("\"{ty}\"")
+            } else {
+                "null".into()
+            },
+            if state == "online" {
+                "1000000000"
+            } else {
+                "null"
+            },
+        ))
+    }
+
+    #[test]
+    fn cpus_are_one_line_and_the_ones_that_did_not_start_say_why() {
+        let mut renderer = RecordRenderer::default();
+        for i in 0..4 {
+            assert_eq!(
+                renderer.lines(&processor(Some(i), i, "online", None, "uniform")),
+                None,
+                "held for the cpus line"
+            );
+        }
+        renderer.lines(&processor(
+            None,
+            9,
+            "failed",
+            Some("did not answer INIT-STARTUP-STARTUP within 100 ms"),
+            "",
+        ));
+        for id in [12, 13, 14] {
+            renderer.lines(&processor(
+                None,
+                id,
+                "disabled",
+                Some("not enabled in the MADT (absent)"),
+                "",
+            ));
+        }
+        let cpus = rec(
+            r#"{"type":"cpus","v":1,"online":4,"failed":1,"disabled":3,"boot_apic_id":0,"hybrid":false,"core_types":{"uniform":4,"core":0,"atom":0},"max_cpus":512,"only_boot_cpu_because":null}"#,
+        );
+        assert_eq!(
+            renderer.lines(&cpus).unwrap(),
+            "cpus     4 online (APIC IDs 0-3) | 1 failed | 3 not enabled\n\
+             \x20        APIC ID 9: not started: did not answer INIT-STARTUP-STARTUP within 100 ms\n\
+             \x20        APIC IDs 12-14: not enabled: not enabled in the MADT (absent)"
+        );
+        // Nothing held after it.
+        assert_eq!(renderer.finish(), None);
+        // Alone, and why.
+        let alone = rec(
+            r#"{"type":"cpus","v":1,"online":1,"failed":0,"disabled":0,"boot_apic_id":0,"hybrid":false,"core_types":{"uniform":1,"core":0,"atom":0},"max_cpus":512,"only_boot_cpu_because":"no MADT: only the boot CPU is known"}"#,
+        );
+        assert_eq!(
+            RecordRenderer::default().lines(&alone).unwrap(),
+            "cpus     1 online\n         only the boot CPU runs: no MADT: only the boot CPU is known"
+        );
+    }
+
+    #[test]
+    fn a_hybrid_part_says_which_cpu_is_which_core() {
+        let mut renderer = RecordRenderer::verbose(true);
+        for (i, ty) in ["core", "core", "atom", "atom"].iter().enumerate() {
+            renderer.lines(&processor(Some(i as u64), i as u64 * 2, "online", None, ty));
+        }
+        let cpus = rec(
+            r#"{"type":"cpus","v":1,"online":4,"failed":0,"disabled":0,"boot_apic_id":0,"hybrid":true,"core_types":{"uniform":0,"core":2,"atom":2},"max_cpus":512,"only_boot_cpu_because":null}"#,
+        );
+        let text = renderer.lines(&cpus).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines[..4],
+            [
+                "cpus     4 online (APIC IDs 0, 2, 4, 6) | hybrid: 2 core, 2 atom",
+                "         cpus 0-1: type core",
+                "         cpus 2-3: type atom",
+                "         cpus 2-3: pmu v5: 6 GP x 48 bits, 3 fixed x 48 bits (not the boot CPU's)",
+            ]
+        );
+        // --verbose: every CPU.
+        assert_eq!(lines.len(), 8, "{text}");
+        assert_eq!(
+            lines[6],
+            "         cpu 2 | APIC ID 4, uid 4 | online | atom | timer 1000.000 MHz | pmu v5: 6 GP x 48 bits, 3 fixed x 48 bits (not the boot CPU's)"
+        );
+        // Where tasks ran: the CPU when not the boot CPU, the core type on a hybrid part.
+        let start = |cpu: u64, ty: &str| {
+            rec(&format!(
+                r#"{{"type":"task_start","v":1,"task":"t","task_index":0,"cpu":{cpu},"core_type":"{ty}","entry":"0x401000","segments":2,"mapped_bytes":8192}}"#
+            ))
+        };
+        assert!(
+            record_lines(&start(0, "uniform"), None)
+                .unwrap()
+                .ends_with("8 KiB")
+        );
+        assert!(
+            record_lines(&start(3, "uniform"), None)
+                .unwrap()
+                .ends_with("8 KiB | cpu 3")
+        );
+        assert!(
+            record_lines(&start(0, "atom"), None)
+                .unwrap()
+                .ends_with("8 KiB | cpu 0 (atom)")
+        );
+    }
+
+    #[test]
+    fn processor_records_of_a_cut_log_are_not_lost() {
+        let mut renderer = RecordRenderer::default();
+        renderer.lines(&processor(Some(0), 0, "online", None, "uniform"));
+        let text = renderer
+            .lines(&rec(r#"{"type":"pci","v":1,"functions":5}"#))
+            .unwrap();
+        assert!(
+            text.starts_with("cpu      cpu 0 | APIC ID 0, uid 0 | online"),
+            "{text}"
+        );
+        assert!(
+            text.ends_with("pci      5 functions | ports 0xCF8/0xCFC"),
+            "{text}"
+        );
+        renderer.lines(&processor(Some(0), 0, "online", None, "uniform"));
+        assert!(renderer.finish().unwrap().starts_with("cpu      cpu 0"));
+        let end =
+            rec(r#"{"type":"end","v":1,"status":"ok","interrupts":{"timer":7,"wake_ipi":2}}"#);
+        assert_eq!(
+            record_lines(&end, None).unwrap(),
+            "end      ok | interrupts: timer 7, nmi 0, spurious 0, unexpected 0, wake ipi 2"
         );
     }
 

@@ -116,6 +116,10 @@ pub struct Machine {
     pub pmu_emulated: bool,
     pub tsc_hz: Option<u64>,
     pub tsc_method: Option<String>,
+    /// CPUs online (the `cpus` record); `None`: a kernel that did not say (one CPU).
+    pub cpus_online: Option<u64>,
+    /// More than one kind of core (the `cpus` record's `hybrid`).
+    pub hybrid: bool,
 }
 
 /// The harness settings the kernel used (from the first `bench_start`).
@@ -136,6 +140,13 @@ pub struct Config {
 pub struct Benchmark {
     pub payload: String,
     pub bench: String,
+    /// The CPU it ran on (an index, 0 the boot CPU; `bench_start`'s or its results' `cpu`);
+    /// left out of the JSON when not known (a kernel before issue 28).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<u64>,
+    /// That CPU's core type (`uniform`, `core`, `atom`, `other`; `bench_start`'s `core_type`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub core_type: Option<String>,
     pub iterations: Option<u64>,
     /// The `result` records, without `type` and `v`.
     pub results: Vec<Value>,
@@ -161,6 +172,18 @@ impl Benchmark {
             self.payload.clone()
         } else {
             format!("{}/{}", self.payload, self.bench)
+        }
+    }
+
+    /// Where it ran, when that is worth saying: `cpu 3`, `cpu 3 (atom)` (on a hybrid part,
+    /// any CPU); `None` on the boot CPU of a part with one kind of core.
+    pub fn placement(&self) -> Option<String> {
+        let core_type = self.core_type.as_deref().filter(|t| *t != "uniform");
+        match (self.cpu, core_type) {
+            (Some(c), Some(t)) => Some(format!("cpu {c} ({t})")),
+            (Some(c), None) if c != 0 => Some(format!("cpu {c}")),
+            (None, Some(t)) => Some(format!("an {t} cpu")),
+            _ => None,
         }
     }
 
@@ -263,6 +286,10 @@ impl Results {
                     res.machine.tsc_hz = r.u64("hz");
                     res.machine.tsc_method = str_field(r, "method");
                 }
+                "cpus" => {
+                    res.machine.cpus_online = r.u64("online");
+                    res.machine.hybrid = r.get("hybrid").as_bool().unwrap_or(false);
+                }
                 "pmu" => {
                     res.machine.pmu_backend = str_field(r, "backend");
                     res.machine.pmu_emulated = r.get("emulated").as_bool().unwrap_or(false);
@@ -289,6 +316,8 @@ impl Results {
                     res.benchmarks.push(Benchmark {
                         payload: r.str("payload").unwrap_or("?").to_string(),
                         bench: r.str("bench").unwrap_or("?").to_string(),
+                        cpu: r.u64("cpu"),
+                        core_type: str_field(r, "core_type"),
                         iterations: r.u64("iterations"),
                         ..Benchmark::default()
                     });
@@ -298,6 +327,9 @@ impl Results {
                         let b = res.bench(r);
                         if b.iterations.is_none() {
                             b.iterations = typed.iterations;
+                        }
+                        if b.cpu.is_none() {
+                            b.cpu = r.u64("cpu");
                         }
                         b.results.push(without_header(r));
                         b.typed.push(typed);
@@ -546,6 +578,12 @@ impl Results {
             header.extend(stat_cols.iter().map(|c| format!("{prefix}_{c}")));
         }
         header.extend(["outliers", "interrupts", "emulated"].map(String::from));
+        // Where each ran: from kernels that say (issue 28 on); a log of an older one keeps the
+        // columns it always had.
+        let placed = self.benchmarks.iter().any(|b| b.cpu.is_some());
+        if placed {
+            header.extend(["cpu", "core_type"].map(String::from));
+        }
         w.write_record(&header)?;
         let opt = |v: Option<u64>| v.map_or(String::new(), |v| v.to_string());
         let text = |v: &Option<String>| v.clone().unwrap_or_default();
@@ -578,6 +616,10 @@ impl Results {
                 row.push(opt(r.outliers));
                 row.push(opt(r.interrupts));
                 row.push(r.emulated.to_string());
+                if placed {
+                    row.push(opt(b.cpu));
+                    row.push(text(&b.core_type));
+                }
                 w.write_record(&row)?;
             }
         }

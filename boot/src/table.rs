@@ -55,6 +55,20 @@ pub fn header(res: &Results) -> String {
             .map(|h| format!(" | hypervisor {h}"))
             .unwrap_or_default()
     );
+    // The CPUs when there is more than one (or more than one kind).
+    if m.cpus_online.is_some_and(|n| n > 1) || m.hybrid {
+        let n = m.cpus_online.unwrap_or(0);
+        let _ = writeln!(
+            out,
+            "         {n} CPU{} online{}",
+            if n == 1 { "" } else { "s" },
+            if m.hybrid {
+                " (hybrid: results name their core type)"
+            } else {
+                ""
+            }
+        );
+    }
     let tsc = match (m.tsc_hz, m.tsc_method.as_deref()) {
         (Some(hz), method) => format!("{} ({})", mhz(hz), method.unwrap_or("?")),
         (None, method) => format!("frequency unknown ({})", method.unwrap_or("no method")),
@@ -146,8 +160,11 @@ pub fn benchmark(b: &Benchmark) -> String {
     };
     let _ = writeln!(
         out,
-        " Performance counter stats for '{}' ({what}; tsc in ticks):",
-        b.title()
+        " Performance counter stats for '{}'{} ({what}; tsc in ticks):",
+        b.title(),
+        b.placement()
+            .map(|p| format!(" on {p}"))
+            .unwrap_or_default()
     );
     // Records lost in a damaged log: what survived is shown, and said to be partial.
     if !b.incomplete.is_empty() {
@@ -367,6 +384,11 @@ pub fn summary(res: &Results) -> String {
     let (columns, folded): (Vec<&str>, Vec<&str>) = events.iter().partition(|e| counted(e));
     let mut rows: Vec<Vec<String>> = Vec::new();
     let mut header = vec!["benchmark".to_string()];
+    // A `cpu` column when some benchmark ran elsewhere than the boot CPU, or the part is hybrid.
+    let cpu_column = res.benchmarks.iter().any(|b| b.placement().is_some());
+    if cpu_column {
+        header.push("cpu".to_string());
+    }
     header.extend(columns.iter().map(|e| e.to_string()));
     rows.push(header);
     for b in &res.benchmarks {
@@ -380,6 +402,15 @@ pub fn summary(res: &Results) -> String {
             name.push_str(" (incomplete)");
         }
         let mut row = vec![name];
+        if cpu_column {
+            let core_type = b.core_type.as_deref().filter(|t| *t != "uniform");
+            row.push(match (b.cpu, core_type) {
+                (Some(c), Some(t)) => format!("{c} {t}"),
+                (Some(c), None) => c.to_string(),
+                (None, Some(t)) => t.to_string(),
+                (None, None) => "?".to_string(),
+            });
+        }
         row.extend(
             columns
                 .iter()
@@ -563,6 +594,71 @@ pub fn render(res: &Results, detail: bool) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn bench_log(placements: &[(&str, u64, &str)], hybrid: bool) -> Results {
+        let mut log = format!(
+            r#"{{"type":"cpus","v":1,"online":4,"failed":0,"disabled":0,"boot_apic_id":0,"hybrid":{hybrid},"core_types":{{}},"max_cpus":512,"only_boot_cpu_because":null}}"#
+        );
+        let stats = r#"{"n":3,"min":1,"median":2,"mean":2,"stddev":0,"max":3,"mean_20_80":2}"#;
+        for (name, cpu, ty) in placements {
+            log.push_str(&format!(
+                "\n{{\"type\":\"bench_start\",\"v\":1,\"payload\":\"{name}\",\"cpu\":{cpu},\"core_type\":\"{ty}\",\"bench\":\"{name}\",\"iterations\":10,\"reps\":3,\"warmup\":1,\"overhead\":\"none\",\"groups\":1,\"events\":[]}}\n\
+                 {{\"type\":\"result\",\"v\":1,\"payload\":\"{name}\",\"cpu\":{cpu},\"bench\":\"{name}\",\"event\":\"tsc\",\"unit\":\"ticks\",\"supported\":true,\"reason\":null,\"counter\":\"tsc\",\"group\":null,\"groups\":1,\"multiplexed\":false,\"scaling\":null,\"reps\":3,\"warmup\":1,\"iterations\":10,\"overhead\":\"none\",\"raw\":{stats},\"raw2x\":null,\"overhead_stats\":null,\"value\":{stats},\"per_iteration\":{stats},\"outliers\":0,\"interrupts\":0,\"interrupts_max\":0}}"
+            ));
+        }
+        Results::from_records(&crate::records::records_of_log(&log))
+    }
+
+    #[test]
+    fn the_cpu_is_shown_when_a_benchmark_ran_elsewhere_than_the_boot_cpu() {
+        let res = bench_log(&[("a", 0, "uniform"), ("b", 0, "uniform")], false);
+        let s = summary(&res);
+        assert!(
+            s.contains("\n benchmark           tsc\n a          2.000 ±0.00%\n"),
+            "{s}"
+        );
+        assert!(!benchmark(&res.benchmarks[0]).contains(" on cpu"));
+        assert!(
+            header(&res).contains("\n         4 CPUs online\n"),
+            "{}",
+            header(&res)
+        );
+
+        let res = bench_log(&[("a", 3, "uniform"), ("b", 0, "uniform")], false);
+        let s = summary(&res);
+        assert!(s.contains("\n benchmark  cpu           tsc\n a            3  2.000 ±0.00%\n b            0  2.000 ±0.00%\n"), "{s}");
+        let t = benchmark(&res.benchmarks[0]);
+        assert!(
+            t.starts_with(" Performance counter stats for 'a' on cpu 3 (10 iterations"),
+            "{t}"
+        );
+        assert_eq!(res.benchmarks[0].cpu, Some(3));
+        let csv = res.to_csv().unwrap();
+        assert!(
+            csv.lines()
+                .next()
+                .unwrap()
+                .ends_with(",emulated,cpu,core_type"),
+            "{csv}"
+        );
+        assert!(
+            csv.lines().nth(1).unwrap().ends_with(",false,3,uniform"),
+            "{csv}"
+        );
+        let json = res.to_json();
+        assert!(
+            json.contains("\"cpu\": 3,\n      \"core_type\": \"uniform\""),
+            "{json}"
+        );
+
+        // A hybrid part: the core type of every benchmark.
+        let res = bench_log(&[("a", 0, "core"), ("b", 2, "atom")], true);
+        let s = summary(&res);
+        assert!(s.contains(" a          0 core"), "{s}");
+        assert!(s.contains(" b          2 atom"), "{s}");
+        assert!(benchmark(&res.benchmarks[0]).contains("'a' on cpu 0 (core) ("));
+        assert!(header(&res).contains("4 CPUs online (hybrid"));
+    }
 
     #[test]
     fn the_header_says_how_many_events_the_kernel_left_out() {

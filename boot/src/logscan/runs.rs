@@ -127,6 +127,7 @@ impl Building {
             k if PER_TASK.contains(&k) => Some(format!("#{}", r.get("task_index"))),
             "fault" if r.str("mode") == Some("user") => Some(format!("#{}", r.get("task_index"))),
             "selftest" => Some(r.get("check").to_string()),
+            "processor" => Some(format!("APIC ID {}", r.get("apic_id"))),
             _ => None,
         };
         if let Some(key) = key {
@@ -136,8 +137,10 @@ impl Building {
                 }
                 let whose = if key.is_empty() {
                     String::new()
-                } else {
+                } else if key.starts_with('#') {
                     format!(" for task {key}")
+                } else {
+                    format!(" for {key}")
                 };
                 return Err((
                     Kind::Conflict,

@@ -182,7 +182,34 @@ const FIELDS: &[(&str, &[&str])] = &[
             "registers",
             "task",
             "task_index",
+            "cpu",
             "detail",
+        ],
+    ),
+    (
+        "processor",
+        &[
+            "index",
+            "apic_id",
+            "uid",
+            "state",
+            "reason",
+            "core_type",
+            "timer_hz",
+            "pmu",
+        ],
+    ),
+    (
+        "cpus",
+        &[
+            "online",
+            "failed",
+            "disabled",
+            "boot_apic_id",
+            "hybrid",
+            "core_types",
+            "max_cpus",
+            "only_boot_cpu_because",
         ],
     ),
     ("panic", &["file", "line", "column", "message"]),
@@ -192,6 +219,8 @@ const FIELDS: &[(&str, &[&str])] = &[
         &[
             "task",
             "task_index",
+            "cpu",
+            "core_type",
             "entry",
             "segments",
             "mapped_bytes",
@@ -215,14 +244,16 @@ const FIELDS: &[(&str, &[&str])] = &[
             "switch_hw_loaded_wall_tsc",
         ],
     ),
-    ("task_error", &["task", "task_index", "message"]),
-    ("report", &["task", "task_index", "values", "text"]),
+    ("task_error", &["task", "task_index", "cpu", "message"]),
+    ("report", &["task", "task_index", "cpu", "values", "text"]),
     ("task_output", &["task", "task_index", "part", "text"]),
     (
         "task_exit",
         &[
             "task",
             "task_index",
+            "cpu",
+            "core_type",
             "code",
             "virtual_tsc",
             "rdpmc_emulated",
@@ -249,6 +280,7 @@ const FIELDS: &[(&str, &[&str])] = &[
         &[
             "task",
             "task_index",
+            "cpu",
             "budget_ms",
             "budget_tsc",
             "virtual_tsc",
@@ -260,6 +292,8 @@ const FIELDS: &[(&str, &[&str])] = &[
         "bench_start",
         &[
             "payload",
+            "cpu",
+            "core_type",
             "bench",
             "iterations",
             "bytes_per_iteration",
@@ -275,6 +309,7 @@ const FIELDS: &[(&str, &[&str])] = &[
         "result",
         &[
             "payload",
+            "cpu",
             "bench",
             "event",
             "unit",
@@ -340,6 +375,7 @@ const WORDS: &[(&str, &str, &[&str])] = &[
     ("result", "overhead", &["empty", "diff", "none"]),
     ("bench_start", "overhead", &["empty", "diff", "none"]),
     ("fault", "mode", &["kernel", "user"]),
+    ("processor", "state", &["online", "failed", "disabled"]),
     ("selftest", "result", &["pass", "fail", "skip"]),
 ];
 
@@ -352,6 +388,7 @@ pub(super) const MACHINE: &[&str] = &[
     "tsc",
     "apic",
     "pmu",
+    "cpus",
     "iommu",
     "usb_handoff",
 ];
