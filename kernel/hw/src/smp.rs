@@ -112,11 +112,30 @@ global_asm!(
         ljmpl *(tramp_lm_ptr - baremark_ap_trampoline_start)(%ebx)
     .code64
     tramp_lm:
+        // Only the CPU these parameters are for goes on: one that woke late (after its wait
+        // ran out) must not run on the next CPU's stack. Its APIC ID from CPUID: leaf 0xB's
+        // EDX (x2APIC ID) where the boot CPU has the leaf, else leaf 1's EBX[31:24].
+        movl (tramp_id_leaf - baremark_ap_trampoline_start)(%rbx), %eax
+        movq %rbx, %rsi
+        xorl %ecx, %ecx
+        cpuid
+        cmpl $1, (tramp_id_leaf - baremark_ap_trampoline_start)(%rsi)
+        jne 1f
+        movl %ebx, %edx
+        shrl $24, %edx
+    1:
+        movq %rsi, %rbx
+        cmpl (tramp_apic_id - baremark_ap_trampoline_start)(%rbx), %edx
+        jne tramp_park
         movq (tramp_stack - baremark_ap_trampoline_start)(%rbx), %rsp
         movq (tramp_boot - baremark_ap_trampoline_start)(%rbx), %rdi
         movq (tramp_kernel_cr3 - baremark_ap_trampoline_start)(%rbx), %rsi
         movq (tramp_entry - baremark_ap_trampoline_start)(%rbx), %rax
         jmpq *%rax
+    tramp_park:
+        cli
+        hlt
+        jmp tramp_park
 
         .balign 8
     tramp_gdt:
@@ -155,6 +174,12 @@ global_asm!(
     .global tramp_entry
     tramp_entry:
         .quad 0
+    .global tramp_apic_id
+    tramp_apic_id:
+        .long 0
+    .global tramp_id_leaf
+    tramp_id_leaf:
+        .long 0
     .global baremark_ap_trampoline_end
     baremark_ap_trampoline_end:
 
@@ -185,6 +210,8 @@ unsafe extern "C" {
     static tramp_boot: u8;
     static tramp_kernel_cr3: u8;
     static tramp_entry: u8;
+    static tramp_apic_id: u8;
+    static tramp_id_leaf: u8;
     fn baremark_ap_entry();
 }
 
@@ -275,6 +302,17 @@ fn prepare() -> Result<u64, StartError> {
     Ok(low)
 }
 
+/// The CPUID leaf an AP reads its APIC ID from (the trampoline checks it): 0xB (x2APIC ID,
+/// 32 bits) where the boot CPU has it with a non-zero topology, else 1 (EBX[31:24]).
+fn id_leaf() -> u32 {
+    let max = core::arch::x86_64::__cpuid(0).eax;
+    if max >= 0xb && core::arch::x86_64::__cpuid_count(0xb, 0).ebx != 0 {
+        0xb
+    } else {
+        1
+    }
+}
+
 /// Busy-waits `us` microseconds of TSC time (`tsc_hz` ticks per second).
 fn wait_us(us: u64, tsc_hz: u64) {
     let ticks = tsc_hz / 1_000_000 * us;
@@ -324,6 +362,11 @@ pub fn start(
         };
         put64(&raw const tramp_stack, stack_virt + AP_STACK_SIZE);
         put64(&raw const tramp_boot, core::ptr::from_mut(boot) as u64);
+        let put32 = |sym: *const u8, v: u32| {
+            ((virt + offset_of_sym(sym)) as *mut u32).write_volatile(v);
+        };
+        put32(&raw const tramp_apic_id, apic_id);
+        put32(&raw const tramp_id_leaf, id_leaf());
     }
     let xapic = matches!(crate::apic::mode(), Some(crate::apic::ApicMode::XApic));
     // The SDM's INIT-SIPI-SIPI (volume 3, "MP initialization protocol"). An xAPIC also gets the

@@ -19,10 +19,13 @@ use crate::platform::interrupts::SPURIOUS_VECTOR;
 // run.cfg `pin` accepts the CPU indexes the kernel can start.
 const _: () = assert!(crate::task::settings::PIN_CPU_MAX == percpu::MAX_CPUS);
 
-/// How long a CPU has to answer INIT-STARTUP-STARTUP (after the second STARTUP).
-const ANSWER_US: u64 = 100_000;
-/// How long a CPU that answered has to finish its bring-up (its timer calibration takes 10 ms).
-const BRING_UP_US: u64 = 1_000_000;
+/// How long a CPU has to answer INIT-STARTUP-STARTUP (after the second STARTUP). Hardware
+/// answers in microseconds; an emulator running hundreds of vCPUs on a few host threads may
+/// take long (Linux waits 10 s).
+const ANSWER_US: u64 = 1_000_000;
+/// How long a CPU that answered has to finish its bring-up (its timer calibration takes 10 ms
+/// of TSC time; an emulator with hundreds of vCPUs on a few host threads takes seconds).
+const BRING_UP_US: u64 = 10_000_000;
 
 /// What an AP found about itself, by index, for the boot CPU to collect.
 static AP_FACTS: Mutex<Vec<(usize, Result<ApFacts, String>)>> = Mutex::new(Vec::new());
@@ -120,7 +123,11 @@ pub fn start_all(
                     next_index += 1;
                     CpuState::Online
                 }
-                Err(why) => CpuState::Failed(why),
+                Err(why) => {
+                    // Its index is never reused: a CPU that answered late may still hold it.
+                    next_index += 1;
+                    CpuState::Failed(why)
+                }
             }
         };
         cpus.push(cpu);
