@@ -271,6 +271,15 @@ fn check(row: &Row, outcome: &RunOutcome) -> String {
         "{name}: {:?}",
         apic.value
     );
+    // Every CPU started: all 288 where the firmware handed over in x2APIC mode.
+    let cpus = expect_record(outcome, "cpus");
+    let want = if by_firmware { 288 } else { 1 };
+    assert_eq!(
+        (cpus.u64("online"), cpus.u64("failed")),
+        (Some(want), Some(0)),
+        "{name}: {:?}",
+        cpus.value
+    );
     let boot = expect_record(outcome, "boot");
     let usable = boot.get("memory")["usable_bytes"].as_u64().unwrap();
     let asked = u64::from(row.memory_mib) << 20;

@@ -322,7 +322,27 @@ fn wait_us(us: u64, tsc_hz: u64) {
     }
 }
 
-/// Starts the CPU with APIC ID `apic_id` as CPU `index`: it comes up on its own stack, GDT, TSS
+/// Sends INIT to the CPU with APIC ID `apic_id`: it stops whatever the firmware left it doing
+/// (some firmware parks its CPUs in a spinning loop) and waits for STARTUP. The SDM's
+/// INIT-SIPI-SIPI (volume 3, "MP initialization protocol"); an xAPIC also gets the INIT
+/// de-assert older APICs need (x2APIC has none). Returns whether the APIC accepted it.
+pub fn send_init(apic_id: u32) -> bool {
+    let xapic = matches!(crate::apic::mode(), Some(crate::apic::ApicMode::XApic));
+    let mut accepted = apic::send_ipi(apic_id, Ipi::InitAssert);
+    if xapic {
+        accepted &= apic::send_ipi(apic_id, Ipi::InitDeassert);
+    }
+    accepted
+}
+
+/// Waits the SDM's 10 ms after INIT (`tsc_hz` TSC ticks per second), for callers that sent
+/// INIT to several CPUs with [`send_init`] before starting them.
+pub fn wait_after_init(tsc_hz: u64) {
+    wait_us(10_000, tsc_hz);
+}
+
+/// Starts the CPU with APIC ID `apic_id` as CPU `index` (`init_sent`: [`send_init`] and
+/// [`wait_after_init`] were done for it already, else this sends INIT and waits first): it comes up on its own stack, GDT, TSS
 /// and per-CPU block, runs `main` (the kernel's: the rest of its bring-up, then
 /// [`idle_loop`]), and has checked in when this returns `Ok`. `answer_us` bounds the wait for
 /// it after the second STARTUP.
@@ -331,6 +351,7 @@ pub fn start(
     index: usize,
     tsc_hz: u64,
     answer_us: u64,
+    init_sent: bool,
     main: fn() -> !,
 ) -> Result<(), StartError> {
     if index >= MAX_CPUS {
@@ -368,14 +389,11 @@ pub fn start(
         put32(&raw const tramp_apic_id, apic_id);
         put32(&raw const tramp_id_leaf, id_leaf());
     }
-    let xapic = matches!(crate::apic::mode(), Some(crate::apic::ApicMode::XApic));
-    // The SDM's INIT-SIPI-SIPI (volume 3, "MP initialization protocol"). An xAPIC also gets the
-    // INIT de-assert older APICs need; x2APIC has none.
-    let mut accepted = apic::send_ipi(apic_id, Ipi::InitAssert);
-    if xapic {
-        accepted &= apic::send_ipi(apic_id, Ipi::InitDeassert);
+    let mut accepted = true;
+    if !init_sent {
+        accepted = send_init(apic_id);
+        wait_us(10_000, tsc_hz);
     }
-    wait_us(10_000, tsc_hz);
     let page = (low >> 12) as u8;
     accepted &= apic::send_ipi(apic_id, Ipi::Startup(page));
     wait_us(200, tsc_hz);

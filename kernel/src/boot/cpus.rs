@@ -83,6 +83,16 @@ pub fn start_all(
     if let Some(id) = phantom {
         entries.push((id, None, true, false));
     }
+    // INIT to every CPU to start first, then the SDM's 10 ms once: firmware may leave its
+    // CPUs spinning, and with hundreds of them (or an emulator running them on a few host
+    // threads) they would slow each other's start.
+    let to_start = |&&(id, _, enabled, _): &&(u32, Option<u32>, bool, bool)| {
+        enabled && id != bsp_apic_id && (id <= 0xfe || x2apic)
+    };
+    for (id, ..) in entries.iter().filter(to_start) {
+        smp::send_init(*id);
+    }
+    smp::wait_after_init(tsc_hz);
     let mut next_index = 1;
     let mut bsp = Some(bsp);
     for (apic_id, uid, enabled, online_capable) in entries {
@@ -142,7 +152,7 @@ pub fn start_all(
 
 /// Starts one CPU and waits for its bring-up; its facts, or why it is not online.
 fn start_one(apic_id: u32, index: usize, tsc_hz: u64) -> Result<ApFacts, String> {
-    smp::start(apic_id, index, tsc_hz, ANSWER_US, ap_main).map_err(|e| match e {
+    smp::start(apic_id, index, tsc_hz, ANSWER_US, true, ap_main).map_err(|e| match e {
         smp::StartError::NoLowMemory => {
             String::from("no usable memory below 636 KiB for the start-up code")
         }
