@@ -332,3 +332,142 @@ fn emulated_hybrid_reports_both_core_types_and_each_cores_counters() {
         );
     }
 }
+
+/// A noisy neighbour (run.cfg `background`): `spin` loops on CPU 2 for the whole run while
+/// add-latency runs pinned to CPUs 0, 1 and 3; each CPU's counters count its own instructions
+/// (the emulator counts per vCPU), so `instructions:u` stays exactly 10 per iteration, and the
+/// spinning task is stopped, reported, when the others are done.
+#[test]
+fn emulated_counts_stay_exact_while_another_core_spins() {
+    let names = ["add-latency-cpu0", "add-latency-cpu1", "add-latency-cpu3"];
+    let spin = baremark::payloads::builtin("spin").unwrap().elf.to_vec();
+    let mut payloads: Vec<(String, Vec<u8>)> = vec![("spin".into(), spin)];
+    payloads.extend(names.iter().map(|n| (n.to_string(), add_latency())));
+    let config = RunConfig {
+        timer_checks: false,
+        reps: Some(5),
+        warmup: Some(1),
+        overhead: Some(baremark::image::Overhead::Diff),
+        events: Some("instructions:u".into()),
+        payloads,
+        extra_lines: vec![
+            "background = spin@2".into(),
+            "pin = add-latency-cpu0@0,add-latency-cpu1@1,add-latency-cpu3@3".into(),
+        ],
+        ..RunConfig::default()
+    };
+    let outcome = boot_emulated_smp(config, PmuModel::IntelV4, 4);
+    expect_success_in(&outcome, "background spin: ");
+    for (name, cpu) in names.iter().zip([0, 1, 3]) {
+        let r = records(&outcome, "result")
+            .find(|r| r.str("payload") == Some(*name) && r.str("event") == Some("instructions:u"))
+            .unwrap_or_else(|| panic!("no result of {name}\n{}", outcome.tail_text()));
+        assert_eq!(r.u64("cpu"), Some(cpu), "{}", r.value);
+        let per = r.get("per_iteration");
+        assert_eq!(
+            per["median"].as_f64(),
+            Some(ADD_LATENCY_TSC),
+            "{name}: {}",
+            r.value
+        );
+        assert_eq!(per["min"], per["max"], "{name}: {}", r.value);
+    }
+    let stopped = records(&outcome, "task_stopped")
+        .find(|r| r.str("task") == Some("spin"))
+        .unwrap_or_else(|| panic!("spin was not stopped\n{}", outcome.tail_text()));
+    assert_eq!(stopped.u64("cpu"), Some(2), "{}", stopped.value);
+    // It ran meanwhile: millions of instructions of its own virtual TSC.
+    assert!(
+        stopped.u64("virtual_tsc").is_some_and(|v| v > 1_000_000),
+        "{}",
+        stopped.value
+    );
+    let started = records(&outcome, "task_start")
+        .find(|r| r.str("task") == Some("spin"))
+        .expect("spin's task_start");
+    assert_eq!(started.u64("cpu"), Some(2));
+}
+
+/// A region far longer than QEMU's round-robin time slice (about 100 million instructions under
+/// `-icount`), so the other vCPUs run in the middle of it: 200 million iterations of `nop` with
+/// nanoBench's loop (`baremark asm`), its ELF built by the host tool.
+fn long_region_payload() -> Vec<u8> {
+    let dir = std::env::temp_dir().join(format!("baremark-smp-long-{}", std::process::id()));
+    let out = baremark_tests::baremark_cli()
+        .args([
+            "asm",
+            "nop",
+            "--unroll",
+            "1",
+            "--loop",
+            "200000000",
+            "--build-only",
+        ])
+        .arg("--keep")
+        .arg(&dir)
+        .output()
+        .expect("running baremark asm");
+    assert!(
+        out.status.success(),
+        "baremark asm: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let elf = std::fs::read(dir.join("asm.elf")).expect("the asm payload");
+    let _ = std::fs::remove_dir_all(&dir);
+    elf
+}
+
+/// `instructions:u` of the long region pinned to CPU 1: (median, min, max) per iteration.
+fn long_region_count(background_spin: bool) -> (f64, f64, f64) {
+    let mut payloads = vec![("long".to_string(), long_region_payload())];
+    let mut extra_lines = vec!["pin = long@1".to_string()];
+    if background_spin {
+        let spin = baremark::payloads::builtin("spin").unwrap().elf.to_vec();
+        payloads.insert(0, ("spin".into(), spin));
+        extra_lines.push("background = spin@2".into());
+    }
+    let config = RunConfig {
+        timer_checks: false,
+        reps: Some(2),
+        warmup: Some(0),
+        events: Some("instructions:u".into()),
+        task_budget_ms: Some(0),
+        payloads,
+        extra_lines,
+        ..RunConfig::default()
+    };
+    let outcome = boot_emulated_smp(config, PmuModel::IntelV4, 4);
+    expect_success_in(
+        &outcome,
+        format_args!("long region, spin {background_spin}: "),
+    );
+    if background_spin {
+        let stopped = records(&outcome, "task_stopped")
+            .find(|r| r.str("task") == Some("spin"))
+            .expect("spin stopped");
+        assert!(stopped.u64("virtual_tsc").is_some_and(|v| v > 50_000_000));
+    }
+    let r = records(&outcome, "result")
+        .find(|r| r.str("payload") == Some("long") && r.str("event") == Some("instructions:u"))
+        .unwrap_or_else(|| panic!("no result\n{}", outcome.tail_text()));
+    assert_eq!(r.u64("cpu"), Some(1));
+    let per = r.get("per_iteration");
+    (
+        per["median"].as_f64().unwrap(),
+        per["min"].as_f64().unwrap(),
+        per["max"].as_f64().unwrap(),
+    )
+}
+
+/// With the other vCPUs running in the middle of the region (a spinning neighbour on CPU 2),
+/// CPU 1's `instructions:u` is the same exact count as with nothing else running: each CPU's
+/// counters count its own instructions (emulator patch 0009; with one global count, the
+/// neighbour's instructions were counted too).
+#[test]
+fn emulated_long_region_is_exact_with_a_spinning_neighbour() {
+    let alone = long_region_count(false);
+    let noisy = long_region_count(true);
+    assert_eq!(alone.1, alone.2, "alone: {alone:?}");
+    assert_eq!(noisy.1, noisy.2, "with a neighbour: {noisy:?}");
+    assert_eq!(alone, noisy);
+}

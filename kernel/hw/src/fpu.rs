@@ -45,7 +45,22 @@ static MODE: AtomicU8 = AtomicU8::new(Mode::None as u8);
 static XCR0: AtomicU64 = AtomicU64::new(0);
 /// The area of the task whose state is in the registers (null: none; the registers then
 /// hold nothing anyone needs).
-static OWNER: AtomicPtr<Area> = AtomicPtr::new(ptr::null_mut());
+/// Per CPU: whose state the vector registers hold (null: no one's). A task never migrates, so
+/// its area is only ever an owner on the CPU it runs on.
+static OWNER: [AtomicPtr<Area>; crate::layout::MAX_CPUS] =
+    [const { AtomicPtr::new(ptr::null_mut()) }; crate::layout::MAX_CPUS];
+
+/// This CPU's owner slot.
+fn owner() -> &'static AtomicPtr<Area> {
+    &OWNER[crate::percpu::index()]
+}
+
+/// Clears `me` as an owner on every CPU (a task's state is gone or reset).
+fn disown(me: *mut Area) {
+    for slot in &OWNER {
+        let _ = slot.compare_exchange(me, ptr::null_mut(), Ordering::Relaxed, Ordering::Relaxed);
+    }
+}
 
 /// What [`enable`] turned on, for the boot report.
 #[derive(Clone, Copy, Debug)]
@@ -175,7 +190,7 @@ impl VectorState {
     /// next [`load`](Self::load) restores the init state instead of keeping or saving them.
     pub fn reset(&mut self) {
         let me: *mut Area = &mut *self.0;
-        let _ = OWNER.compare_exchange(me, ptr::null_mut(), Ordering::Relaxed, Ordering::Relaxed);
+        disown(me);
         let area = &mut self.0.0;
         if mode() == Mode::Xsave {
             area[512..520].fill(0);
@@ -191,7 +206,8 @@ impl VectorState {
     #[inline]
     pub fn load(&mut self) {
         let me: *mut Area = &mut *self.0;
-        let owner = OWNER.load(Ordering::Relaxed);
+        let slot = owner();
+        let owner = slot.load(Ordering::Relaxed);
         if owner == me {
             return;
         }
@@ -208,7 +224,7 @@ impl VectorState {
         // SAFETY: our own area, aligned and large enough as above; it holds either the init
         // state (`new`) or what `save` wrote, so XRSTOR / FXRSTOR accept it.
         unsafe { restore(me, mode) };
-        OWNER.store(me, Ordering::Relaxed);
+        slot.store(me, Ordering::Relaxed);
     }
 }
 
@@ -216,7 +232,7 @@ impl Drop for VectorState {
     fn drop(&mut self) {
         let me: *mut Area = &mut *self.0;
         // The registers hold a task that is gone: no one's state, nothing to save later.
-        let _ = OWNER.compare_exchange(me, ptr::null_mut(), Ordering::Relaxed, Ordering::Relaxed);
+        disown(me);
     }
 }
 

@@ -433,12 +433,18 @@ extern "C" fn ap_entry(boot: *mut ApBoot) -> ! {
     (boot.main)()
 }
 
-/// One job in a CPU's mailbox: the work and who waits for it.
+/// One job in a CPU's mailbox: the work and who waits for it (`None`: a background job,
+/// [`start_job`], whose record the CPU frees when done).
 struct Job<'a> {
     work: *mut (dyn FnMut() + 'a),
     done: AtomicU32,
-    waiter_apic: u32,
+    waiter_apic: Option<u32>,
 }
+
+/// Per CPU: a background job ([`start_job`]) runs there.
+static BACKGROUND: [AtomicU32; MAX_CPUS] = [const { AtomicU32::new(0) }; MAX_CPUS];
+/// Per CPU: the kernel asked the job running there to stop ([`request_stop`]).
+static STOP: [AtomicU32; MAX_CPUS] = [const { AtomicU32::new(0) }; MAX_CPUS];
 
 /// Each CPU's mailbox: the address of a [`Job`], or 0.
 static MAILBOX: [AtomicU64; MAX_CPUS] = [const { AtomicU64::new(0) }; MAX_CPUS];
@@ -464,7 +470,7 @@ pub fn run_on(index: usize, work: &mut dyn FnMut()) -> Result<(), RunOnError> {
     let job = Job {
         work: core::ptr::from_mut(work),
         done: AtomicU32::new(0),
-        waiter_apic: percpu::this().apic_id(),
+        waiter_apic: Some(percpu::this().apic_id()),
     };
     let addr = core::ptr::from_ref(&job) as u64;
     MAILBOX[index]
@@ -501,13 +507,84 @@ pub fn idle_loop() -> ! {
         // waits for that), and no one else runs it (one mailbox per CPU).
         let job = unsafe { &*(addr as *const Job<'_>) };
         // SAFETY: the caller of `run_on` lent the closure exclusively and is halted until
-        // `done`; nothing else calls it.
+        // `done`; a background job's closure is owned by its record. Nothing else calls it.
         unsafe { (*job.work)() };
         percpu::this().jobs.fetch_add(1, Ordering::Relaxed);
-        let waiter = job.waiter_apic;
-        MAILBOX[me].store(0, Ordering::Release);
-        // After this store the job may be gone: only `waiter` is used.
-        job.done.store(1, Ordering::Release);
-        apic::send_ipi(waiter, Ipi::Fixed(WAKE_VECTOR));
+        match job.waiter_apic {
+            Some(waiter) => {
+                MAILBOX[me].store(0, Ordering::Release);
+                // After this store the job may be gone: only `waiter` is used.
+                job.done.store(1, Ordering::Release);
+                apic::send_ipi(waiter, Ipi::Fixed(WAKE_VECTOR));
+            }
+            None => {
+                // SAFETY: `start_job` leaked both boxes for this CPU alone; it ran once.
+                unsafe {
+                    drop(Box::from_raw(job.work));
+                    drop(Box::from_raw(addr as *mut Job<'static>));
+                }
+                STOP[me].store(0, Ordering::Relaxed);
+                MAILBOX[me].store(0, Ordering::Release);
+                BACKGROUND[me].store(0, Ordering::Release);
+            }
+        }
+    }
+}
+
+/// Starts `work` on CPU `index` in the background and returns at once: the CPU runs it while
+/// the caller goes on ([`job_running`], [`request_stop`], [`wait_job`]). Refused on the calling
+/// CPU and on a CPU with a job.
+pub fn start_job(index: usize, work: Box<dyn FnMut() + Send>) -> Result<(), RunOnError> {
+    if index == percpu::index() {
+        return Err(RunOnError::Busy);
+    }
+    let target = percpu::of(index).ok_or(RunOnError::NotStarted)?;
+    let job = Box::into_raw(Box::new(Job {
+        work: Box::into_raw(work),
+        done: AtomicU32::new(0),
+        waiter_apic: None,
+    }));
+    BACKGROUND[index].store(1, Ordering::Release);
+    if MAILBOX[index]
+        .compare_exchange(0, job as u64, Ordering::AcqRel, Ordering::Acquire)
+        .is_err()
+    {
+        BACKGROUND[index].store(0, Ordering::Release);
+        // SAFETY: never published; the boxes are still ours.
+        unsafe {
+            drop(Box::from_raw((*job).work));
+            drop(Box::from_raw(job));
+        }
+        return Err(RunOnError::Busy);
+    }
+    apic::send_ipi(target.apic_id(), Ipi::Fixed(WAKE_VECTOR));
+    Ok(())
+}
+
+/// Whether a background job runs on CPU `index`.
+pub fn job_running(index: usize) -> bool {
+    BACKGROUND
+        .get(index)
+        .is_some_and(|b| b.load(Ordering::Acquire) != 0)
+}
+
+/// Asks the background job on CPU `index` to stop: sets its flag ([`stop_requested`]) and sends
+/// the CPU the wake IPI, so a task it runs in ring 3 comes back to the kernel, which looks.
+pub fn request_stop(index: usize) {
+    if let (Some(flag), Some(target)) = (STOP.get(index), percpu::of(index)) {
+        flag.store(1, Ordering::Release);
+        apic::send_ipi(target.apic_id(), Ipi::Fixed(WAKE_VECTOR));
+    }
+}
+
+/// Whether the kernel asked the job on this CPU to stop.
+pub fn stop_requested() -> bool {
+    STOP[percpu::index()].load(Ordering::Acquire) != 0
+}
+
+/// Waits (polling) until the background job on CPU `index` has ended.
+pub fn wait_job(index: usize) {
+    while job_running(index) {
+        core::hint::spin_loop();
     }
 }

@@ -193,7 +193,7 @@ fn ap_main() -> ! {
         Ok(apic_id) => {
             let tsc_hz = TSC_HZ.load(Ordering::Relaxed);
             let timer_hz = crate::platform::timer::calibrate_timer(tsc_hz);
-            crate::pmu::machine::arm_pmi_here();
+            crate::pmu::machine::init_here(&crate::platform::cpu::identify());
             Ok(ApFacts {
                 apic_id,
                 core_type: CoreType::here(),

@@ -179,6 +179,7 @@ pub fn run(boot_info: &'static mut BootInfo) -> ! {
         timer_hz: apic.timer_hz,
         system: config.system.clone(),
         pins: config.pins.clone(),
+        background: config.background.clone(),
     });
     let frames_before = baremark_hw::paging::frame_stats();
     if config.canary {
@@ -197,6 +198,7 @@ pub fn run(boot_info: &'static mut BootInfo) -> ! {
                         .u64("usable", frames.usable_bytes / 4096)
                 })
                 .u64("benchmarks", payloads.benchmarks)
+                .u64("stopped", payloads.stopped)
                 .u64("results", payloads.results)
                 .u64("unsupported", payloads.unsupported)
                 .u64("errors", payloads.harness_errors)

@@ -129,6 +129,9 @@ pub struct RunConfig {
     pub system: Vec<u64>,
     /// Which CPU each payload runs on (`pin = NAME@CPU,...`; docs/run-config.md).
     pub pins: Pins,
+    /// Payloads that run in the background on their CPU while the others run (`background =
+    /// NAME@CPU,...`, CPU 1 or more), stopped when the others are done: a noisy neighbour.
+    pub background: Pins,
     /// Test-only: an APIC ID with no CPU behind it, started like a MADT entry, to prove that a
     /// CPU that does not answer is reported and the run goes on.
     pub test_phantom_cpu: Option<u32>,
@@ -224,6 +227,7 @@ impl Default for RunConfig {
             mux_interval_us: MUX_INTERVAL_US_DEFAULT,
             system: Vec::new(),
             pins: Pins::default(),
+            background: Pins::default(),
             test_phantom_cpu: None,
         }
     }
@@ -350,7 +354,7 @@ pub fn parse<'a>(text: &'a str, report: &mut dyn FnMut(ConfigError<'a>)) -> RunC
         source: ConfigSource::Ramdisk,
         ..RunConfig::default()
     };
-    let mut seen = [false; 24];
+    let mut seen = [false; 25];
     // The results file's three keys, checked together after the last line.
     let mut results_place: Option<(u64, u64)> = None;
     let mut disk_signature: Option<u32> = None;
@@ -392,6 +396,7 @@ pub fn parse<'a>(text: &'a str, report: &mut dyn FnMut(ConfigError<'a>)) -> RunC
             "test_smis" => 21,
             "pin" => 22,
             "test_phantom_cpu" => 23,
+            "background" => 24,
             _ => {
                 report(ConfigError::UnknownKey { line, key });
                 continue;
@@ -459,6 +464,14 @@ pub fn parse<'a>(text: &'a str, report: &mut dyn FnMut(ConfigError<'a>)) -> RunC
                 Some(p) => config.pins = p,
                 None => report(bad(
                     "NAME@CPU or *@CPU, separated by commas (CPU an index from 0; at most 64)",
+                )),
+            },
+            24 => match Pins::parse(value, crate::task::settings::PIN_CPU_MAX) {
+                Some(p) if p.pins.iter().all(|(n, cpu)| n != "*" && *cpu >= 1) => {
+                    config.background = p
+                }
+                _ => report(bad(
+                    "NAME@CPU separated by commas (CPU 1 or more: the boot CPU runs the others)",
                 )),
             },
             23 => match value.parse::<u32>() {

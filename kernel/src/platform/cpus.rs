@@ -154,6 +154,29 @@ impl core::fmt::Display for RunOnError {
     }
 }
 
+/// Starts `work` on CPU `index` in the background (it runs while this CPU goes on); refused on
+/// this CPU, on a CPU that is not online and on one that has a job.
+pub fn start_job(index: usize, work: impl FnMut() + Send + 'static) -> Result<(), RunOnError> {
+    if online(index).is_none() {
+        return Err(RunOnError::NotOnline);
+    }
+    smp::start_job(index, alloc::boxed::Box::new(work)).map_err(|e| match e {
+        smp::RunOnError::NotStarted => RunOnError::NotOnline,
+        smp::RunOnError::Busy => RunOnError::Busy,
+    })
+}
+
+/// Asks the background job on CPU `index` to stop and waits until it has.
+pub fn stop_job(index: usize) {
+    smp::request_stop(index);
+    smp::wait_job(index);
+}
+
+/// Whether the kernel asked the background job running on this CPU to stop.
+pub fn stop_requested() -> bool {
+    smp::stop_requested()
+}
+
 /// Runs `work` on CPU `index` and returns when it is done; this CPU halts meanwhile (so only
 /// one CPU runs kernel code at a time). On this CPU it just calls it.
 pub fn run_on(index: usize, mut work: impl FnMut()) -> Result<(), RunOnError> {

@@ -29,6 +29,9 @@ pub mod cpus {
     pub fn core_type_name(_index: usize) -> &'static str {
         "uniform"
     }
+    pub fn stop_requested() -> bool {
+        false
+    }
 }
 #[cfg(target_os = "none")]
 pub mod timer;

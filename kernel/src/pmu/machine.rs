@@ -110,7 +110,15 @@ pub fn emulated() -> bool {
     with_pmu(|pmu, _| pmu.emulated).unwrap_or(false)
 }
 
-static PMU: Mutex<Option<Pmu>> = Mutex::new(None);
+/// Each CPU's PMU (its backend keeps shadows of that CPU's registers), by CPU index: the boot
+/// CPU's from `init`, another CPU's from `init_here` at its start.
+static PMUS: [Mutex<Option<Pmu>>; baremark_hw::layout::MAX_CPUS] =
+    [const { Mutex::new(None) }; baremark_hw::layout::MAX_CPUS];
+
+/// The executing CPU's PMU slot.
+fn this_pmu() -> &'static Mutex<Option<Pmu>> {
+    &PMUS[crate::platform::cpus::current()]
+}
 
 /// PMI statistics, reported in the `end` record.
 pub struct PmiCounts {
@@ -167,12 +175,45 @@ pub fn init(cpu: &CpuInfo) -> Discovery {
         d.choice == BackendChoice::TscOnly,
     );
     let emulated = cpu.hypervisor_name == Some("tcg") && d.choice != BackendChoice::TscOnly;
-    *PMU.lock() = Some(Pmu {
+    *this_pmu().lock() = Some(Pmu {
         backend,
         emulated,
         discovery: d.clone(),
     });
     d
+}
+
+/// Discovers the executing CPU's own PMU (another CPU, at its start: a hybrid part's cores
+/// differ), puts its backend in a known state and arms its LVTPC as [`init`] does. The MSR
+/// door's limits stay the boot CPU's. Returns what discovery chose.
+pub fn init_here(cpu: &CpuInfo) -> BackendChoice {
+    let vendor = Vendor::from_cpuid_name(cpu.vendor.as_str());
+    let model = vendor.map(|v| discovery::cpu_model(v, cpu.family, cpu.model, cpu.stepping));
+    let reader = CpuIdReaderNative;
+    let cpuid = |leaf: u32, sub: u32| raw_cpuid_subleaf(&reader, leaf, sub);
+    let mut msr = HwMsr;
+    let d = discovery::discover(&cpuid, &mut msr, model);
+    let mut backend: Box<dyn PmuBackend + Send> = match d.choice {
+        BackendChoice::IntelArch => Box::new(IntelArchPmu::new(d.caps)),
+        BackendChoice::Amd => Box::new(AmdPmu::new(d.caps)),
+        BackendChoice::TscOnly => Box::new(TscOnlyPmu::new(vendor.unwrap_or(Vendor::Intel), model)),
+    };
+    let mut choice = d.choice;
+    if backend.reset(&mut msr).is_err() {
+        choice = BackendChoice::TscOnly;
+        backend = Box::new(TscOnlyPmu::new(vendor.unwrap_or(Vendor::Intel), model));
+    }
+    apic::set_lvt_perf(
+        PmiDelivery::Vector(PMI_VECTOR),
+        choice == BackendChoice::TscOnly,
+    );
+    let emulated = cpu.hypervisor_name == Some("tcg") && choice != BackendChoice::TscOnly;
+    *this_pmu().lock() = Some(Pmu {
+        backend,
+        emulated,
+        discovery: d,
+    });
+    choice
 }
 
 /// Arms the executing CPU's LVTPC as `init` armed the boot CPU's (another CPU, at its start):
@@ -183,9 +224,10 @@ pub fn arm_pmi_here() {
     apic::set_lvt_perf(PmiDelivery::Vector(PMI_VECTOR), tsc_only);
 }
 
-/// Runs `f` with the PMU and the hardware MSR door. `None` before `init`.
+/// Runs `f` with the executing CPU's PMU and the hardware MSR door. `None` before `init` (or
+/// `init_here` on this CPU).
 pub fn with_pmu<R>(f: impl FnOnce(&mut Pmu, &mut HwMsr) -> R) -> Option<R> {
-    let mut guard = PMU.lock();
+    let mut guard = this_pmu().lock();
     guard.as_mut().map(|pmu| f(pmu, &mut HwMsr))
 }
 
@@ -202,7 +244,7 @@ pub fn ack_task_pmi() {
 
 /// The PMI vector's handler (called from `traps`, interrupts disabled).
 pub fn on_pmi() {
-    let Some(mut guard) = PMU.try_lock() else {
+    let Some(mut guard) = this_pmu().try_lock() else {
         // The interrupted code holds the PMU: it sees the overflow status itself.
         PMI_COUNTS.busy.fetch_add(1, Relaxed);
         apic::unmask_lvt_perf();

@@ -83,13 +83,20 @@ pub(super) fn raise_test_smis() {
 /// last (its switch-out left them stopped, holding the task's values), 0 once anything else may
 /// have touched them (another switch, a release, a configuration, a failed switch). A task
 /// switched back in with its counters still loaded only starts them.
-static PROGRAMMED_FOR: AtomicU64 = AtomicU64::new(0);
+/// Per CPU (each CPU's counters are its own).
+static PROGRAMMED_FOR: [AtomicU64; crate::task::settings::PIN_CPU_MAX] =
+    [const { AtomicU64::new(0) }; crate::task::settings::PIN_CPU_MAX];
+
+/// This CPU's `PROGRAMMED_FOR`.
+fn programmed_for() -> &'static AtomicU64 {
+    &PROGRAMMED_FOR[crate::platform::cpus::current()]
+}
 /// The next [`HwSwitch::id`].
 static NEXT_SWITCH_ID: AtomicU64 = AtomicU64::new(1);
 
 /// The counters may no longer hold any task's events (`PROGRAMMED_FOR`).
 pub(super) fn forget_programming() {
-    PROGRAMMED_FOR.store(0, Ordering::Relaxed);
+    programmed_for().store(0, Ordering::Relaxed);
 }
 
 /// A task's fast switch (`hwswitch`), with an identity for `PROGRAMMED_FOR`: one per
@@ -209,7 +216,7 @@ impl Running {
     /// thing before ring 3.
     pub(super) fn prepare_in_hw(&mut self, tsc: u64) -> Option<bool> {
         let hs = self.hw_switch.as_deref()?;
-        let loaded = PROGRAMMED_FOR.load(Ordering::Relaxed) == hs.id;
+        let loaded = programmed_for().load(Ordering::Relaxed) == hs.id;
         let preset = COUNTER_PRESET.load(Ordering::Relaxed);
         match hs.switch.prepare_in(&mut self.vc, loaded, preset) {
             Ok(restore) => {
@@ -239,7 +246,7 @@ impl Running {
         };
         match result {
             Ok(()) => {
-                PROGRAMMED_FOR.store(hs.id, Ordering::Relaxed);
+                programmed_for().store(hs.id, Ordering::Relaxed);
                 true
             }
             Err(e) => {

@@ -134,15 +134,20 @@ pub fn run_payloads(
     // run.cfg `system`: the whole machine counted over the run, read around every payload.
     let system_start = system::start_run();
     let mut system_last = system_start.clone();
+    // run.cfg `background`: those payloads start first, each on its CPU, and run while the
+    // others do; they are stopped when the others are done.
+    let background = start_background(ramdisk, tsc_hz, harness, &mut summary);
     // A damaged archive was already reported by the configuration reader: use what came before.
+    let mut index = 0;
     for entry in crate::devices::ramdisk::entries(ramdisk).map_while(Result::ok) {
         let Some(name) = super::abi::payload_name(entry.prefix, entry.name) else {
             continue;
         };
-        let task = Task {
-            name,
-            index: summary.payloads,
-        };
+        let task = Task { name, index };
+        index += 1;
+        if policy::background_cpu(name).is_some() {
+            continue;
+        }
         summary.payloads += 1;
         // run.cfg `pin`: the whole payload (loading, its run, its records) on its CPU.
         let cpu = policy::cpu_of(name);
@@ -274,6 +279,10 @@ pub fn run_payloads(
             summary.add(&on_cpu);
         }
     }
+    for cpu in background {
+        cpus::stop_job(cpu);
+    }
+    summary.add(&BACKGROUND_SUMMARY.lock());
     if let Some(start) = &system_start {
         system::end_run(start);
     }
@@ -287,6 +296,74 @@ pub fn run_payloads(
     summary
 }
 
+/// The counts of the background payloads (run.cfg `background`), added by their CPUs.
+static BACKGROUND_SUMMARY: spin::Mutex<Summary> = spin::Mutex::new(Summary::new());
+
+/// Starts each run.cfg `background` payload on its CPU (a job that runs while this CPU goes on;
+/// no watchdog: it runs until [`cpus::stop_job`]). Returns the CPUs it started jobs on; a
+/// payload that cannot start there is reported (`task_error`).
+fn start_background(
+    ramdisk: &'static [u8],
+    tsc_hz: Option<u64>,
+    harness: &'static RunPlan,
+    summary: &mut Summary,
+) -> Vec<usize> {
+    let mut started = Vec::new();
+    let mut index = 0;
+    for entry in crate::devices::ramdisk::entries(ramdisk).map_while(Result::ok) {
+        let Some(name) = super::abi::payload_name(entry.prefix, entry.name) else {
+            continue;
+        };
+        let task = Task { name, index };
+        index += 1;
+        let Some(cpu) = policy::background_cpu(name) else {
+            continue;
+        };
+        summary.payloads += 1;
+        let data = entry.data;
+        let job = move || {
+            let mut s = Summary::default();
+            match load(task, data) {
+                Ok((plan, space)) => {
+                    s.started += 1;
+                    let mut t = Running::start(task, &plan, space, tsc_hz, cpu);
+                    t.ramdisk = ramdisk;
+                    t.harness = Some(harness);
+                    t.start_sampling();
+                    run_family(t, None, &mut s);
+                }
+                Err(e) => {
+                    s.rejected += 1;
+                    let message = e.message;
+                    record("task_error", |r| {
+                        r.str("task", task.name)
+                            .u64("task_index", task.index)
+                            .str("message", &message)
+                    });
+                }
+            }
+            BACKGROUND_SUMMARY.lock().add(&s);
+        };
+        match cpus::start_job(cpu, job) {
+            Ok(()) => started.push(cpu),
+            Err(e) => {
+                summary.rejected += 1;
+                record("task_error", |r| {
+                    r.str("task", task.name)
+                        .u64("task_index", task.index)
+                        .u64("cpu", cpu as u64)
+                        .fmt(
+                            "message",
+                            format_args!("background on CPU {cpu}, but {e}; not run"),
+                        )
+                });
+                say!("task   {name}: not run in the background on CPU {cpu}: {e}");
+            }
+        }
+    }
+    started
+}
+
 /// How a task ended.
 #[derive(Clone, Copy)]
 enum Ended {
@@ -294,6 +371,8 @@ enum Ended {
     Faulted,
     /// Past its budget (the watchdog).
     Killed,
+    /// A background payload stopped because the others were done (run.cfg `background`).
+    Stopped,
 }
 
 /// A task being run: its address space, registers, virtual counters and counter page.

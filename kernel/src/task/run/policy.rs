@@ -19,6 +19,8 @@ pub struct Policy {
     pub system: Vec<u64>,
     /// run.cfg `pin`: the CPU each payload runs on.
     pub pins: crate::task::settings::Pins,
+    /// run.cfg `background`: payloads run on their CPU while the others run.
+    pub background: crate::task::settings::Pins,
 }
 
 pub(super) static POLICY: spin::RwLock<Option<Policy>> = spin::RwLock::new(None);
@@ -58,6 +60,17 @@ pub(super) fn sampled_events() -> Vec<SampleSpec> {
         .as_ref()
         .map(|p| p.sample.clone())
         .unwrap_or_default()
+}
+
+/// The CPU payload `name` runs on in the background (run.cfg `background`), if it does.
+pub(super) fn background_cpu(name: &str) -> Option<usize> {
+    POLICY.read().as_ref().and_then(|p| {
+        p.background
+            .pins
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, cpu)| *cpu)
+    })
 }
 
 /// The CPU payload `name` runs on (run.cfg `pin`; the boot CPU by default).

@@ -25,6 +25,8 @@ pub struct Summary {
     pub rejected: u64,
     /// Tasks the watchdog killed (`task_killed`).
     pub killed: u64,
+    /// Background tasks stopped when the others were done (`task_stopped`).
+    pub stopped: u64,
     /// Tasks started by `spawn` (also counted in `started` and in how they ended).
     pub spawned: u64,
     /// Harness: benchmarks begun, `result` records, of them not supported, harness errors.
@@ -35,6 +37,23 @@ pub struct Summary {
 }
 
 impl Summary {
+    pub(super) const fn new() -> Summary {
+        Summary {
+            payloads: 0,
+            started: 0,
+            exited: 0,
+            faulted: 0,
+            rejected: 0,
+            killed: 0,
+            stopped: 0,
+            spawned: 0,
+            benchmarks: 0,
+            results: 0,
+            unsupported: 0,
+            harness_errors: 0,
+        }
+    }
+
     /// Adds another CPU's counts (a payload run there, `run_on`).
     pub(super) fn add(&mut self, other: &Summary) {
         self.payloads += other.payloads;
@@ -43,6 +62,7 @@ impl Summary {
         self.faulted += other.faulted;
         self.rejected += other.rejected;
         self.killed += other.killed;
+        self.stopped += other.stopped;
         self.spawned += other.spawned;
         self.benchmarks += other.benchmarks;
         self.results += other.results;
@@ -55,6 +75,7 @@ impl Summary {
             Ended::Exited(_) => self.exited += 1,
             Ended::Faulted => self.faulted += 1,
             Ended::Killed => self.killed += 1,
+            Ended::Stopped => self.stopped += 1,
         }
     }
 }

@@ -15,6 +15,7 @@ use super::records::Summary;
 use super::step::Step;
 use super::{Ended, Running, hw, policy};
 use crate::output::console::record;
+use crate::platform::cpus;
 use crate::say;
 
 /// Round-robin scheduling: the APIC timer's one-shot count for a quantum.
@@ -388,6 +389,10 @@ impl Running {
     /// Returns `None` when the task waits for a child. Interrupts must be off.
     fn run_watched(&mut self, budget: Option<Budget>) -> Option<Ended> {
         loop {
+            if cpus::stop_requested() {
+                self.report_stopped();
+                return Some(Ended::Stopped);
+            }
             let left = self.remaining_budget().unwrap_or(u64::MAX);
             if left == 0 {
                 self.report_killed();
@@ -411,7 +416,7 @@ impl Running {
                     match self.step() {
                         Step::Ended(ended) => return Some(ended),
                         Step::Blocked => return None,
-                        _ if self.mux.is_some() => break,
+                        _ if self.mux.is_some() || cpus::stop_requested() => break,
                         _ => {}
                     }
                 }
@@ -422,7 +427,8 @@ impl Running {
             let armed_for_mux = self.mux.is_some();
             let outcome = loop {
                 match self.step() {
-                    Step::Continue if self.mux.is_some() == armed_for_mux => {}
+                    Step::Continue
+                        if self.mux.is_some() == armed_for_mux && !cpus::stop_requested() => {}
                     other => break other,
                 }
             };
@@ -446,6 +452,27 @@ impl Running {
             tsc.saturating_sub(self.run_tsc)
                 .min(tsc.saturating_sub(self.service_tsc))
         })
+    }
+
+    /// A background task stops (run.cfg `background`: the other payloads are done): its
+    /// `task_stopped` record.
+    fn report_stopped(&self) {
+        let task = self.task;
+        let vtsc = self.vc.values().tsc;
+        record("task_stopped", |r| {
+            r.str("task", task.name)
+                .u64("task_index", task.index)
+                .u64("cpu", cpus::current() as u64)
+                .str("reason", "background payload: the other payloads are done")
+                .u64("virtual_tsc", vtsc)
+                .u64("syscalls", self.syscalls)
+                .u64("interrupts", self.interrupts)
+        });
+        say!(
+            "task   {}: stopped on cpu {} (background; the other payloads are done) | virtual tsc {vtsc}",
+            task.name,
+            cpus::current()
+        );
     }
 
     /// The watchdog ends the task: its `task_killed` record.

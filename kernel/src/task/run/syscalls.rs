@@ -581,7 +581,7 @@ impl Running {
     pub(super) fn child_ended(&mut self, done: &Running, ended: Ended) {
         let result = match ended {
             Ended::Exited(code) => code,
-            Ended::Faulted | Ended::Killed => EABORTED,
+            Ended::Faulted | Ended::Killed | Ended::Stopped => EABORTED,
         };
         if done.add_to_parent
             && let Some(lost) = &done.hw_lost
