@@ -26,10 +26,11 @@
 //!
 //! # Work
 //!
-//! A started AP waits in [`idle_loop`]: interrupts on, HLT, its timer masked, until
-//! [`run_on`] puts a job in its mailbox and sends it [`WAKE_VECTOR`]. The caller of `run_on`
-//! waits (HLT) until the job is done: one CPU runs kernel code at a time, so the kernel's state
-//! needs no more than the locks it has. The AP sends the waiter the same vector when it is done.
+//! A started AP waits in [`idle_loop`]: interrupts on, HLT, its timer masked, until a job is put
+//! in its mailbox and it is sent [`WAKE_VECTOR`]. [`run_on`] waits (HLT) until the job is done
+//! (the AP sends the waiter the same vector); [`start_job`] returns at once, the job running
+//! while the caller goes on, until it ends or [`request_stop`] asks it to (a flag the job polls,
+//! and the vector, which brings a task in ring 3 back to the kernel).
 
 use alloc::boxed::Box;
 use core::arch::global_asm;
