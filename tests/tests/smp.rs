@@ -81,6 +81,11 @@ fn check_every_cpu_online_and_exact(firmware: Firmware, smp: usize, icount: bool
     let cpus = cpus_record(&outcome);
     assert_eq!(cpus.u64("online"), Some(smp as u64), "{}", cpus.value);
     assert_eq!(cpus.u64("failed"), Some(0), "{}", cpus.value);
+    // Both APIC modes: TCG's `max` CPU has x2APIC, which the host turns off under `-icount`
+    // without the emulator (QEMU's "Bad icount read"; boot/src/qemu.rs).
+    let apic = records(&outcome, "apic").next().expect("apic record");
+    let mode = if icount { "xapic" } else { "x2apic" };
+    assert_eq!(apic.str("mode"), Some(mode), "{}", apic.value);
     let online: Vec<&Record> = records(&outcome, "processor")
         .filter(|p| p.str("state") == Some("online"))
         .collect();
@@ -199,6 +204,13 @@ fn check_emulated_counts_on_every_core(model: PmuModel) {
     config.events = Some("instructions:u".into());
     let qemu_outcome = boot_emulated_smp(config, model, 4);
     expect_success_in(&qemu_outcome, format_args!("{model:?} -smp 4: "));
+    let apic = records(&qemu_outcome, "apic").next().expect("apic record");
+    let mode = if model == PmuModel::IntelV4 {
+        "xapic"
+    } else {
+        "x2apic"
+    };
+    assert_eq!(apic.str("mode"), Some(mode), "{model:?}: {}", apic.value);
     assert_eq!(cpus_record(&qemu_outcome).u64("online"), Some(4));
     for n in 0..4 {
         let name = format!("add-latency-cpu{n}");
