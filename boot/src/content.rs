@@ -162,6 +162,20 @@ pub fn split_pin<'a>(option: &str, arg: &'a str, strict: bool) -> Result<(&'a st
 /// Refuses pins to CPUs a QEMU machine with `smp` CPUs does not have, before it boots (the
 /// kernel would only report the payload as not run).
 pub fn check_pins_fit(pins: &[Pin], smp: u32) -> Result<()> {
+    check_cpus_fit(pins, smp, |name, cpu| {
+        format!("payload `{name}` is pinned to CPU {cpu}")
+    })
+}
+
+/// Refuses background payloads (`--background`) on CPUs a QEMU machine with `smp` CPUs does not
+/// have, before it boots, as [`check_pins_fit`] does pins.
+pub fn check_background_fit(background: &[Pin], smp: u32) -> Result<()> {
+    check_cpus_fit(background, smp, |name, cpu| {
+        format!("background payload `{name}` is to run on CPU {cpu}")
+    })
+}
+
+fn check_cpus_fit(pins: &[Pin], smp: u32, what: impl Fn(&str, usize) -> String) -> Result<()> {
     let Some((name, cpu)) = pins.iter().max_by_key(|(_, cpu)| *cpu) else {
         return Ok(());
     };
@@ -180,9 +194,79 @@ pub fn check_pins_fit(pins: &[Pin], smp: u32) -> Result<()> {
                 crate::qemu::SMP_MAX - 1
             )
         };
-        bail!("payload `{name}` is pinned to CPU {cpu}, but {have}: {hint}");
+        bail!("{}, but {have}: {hint}", what(name, *cpu));
     }
     Ok(())
+}
+
+/// The background payloads of `run --background NAME@CPU` (run.cfg `background`), in the order
+/// given. NAME is a payload already selected (--builtin, --payload, --suite: it then runs in
+/// the background instead of in the foreground) or else a built-in payload, which is packed
+/// for it (after the others). CPU is 1 or more (CPU 0, the boot CPU, runs the others), one
+/// background payload each CPU, and a background payload is not also pinned (`NAME@CPU` on its
+/// --builtin, --payload or --suite). Returns the `(name, CPU)` pairs for run.cfg.
+pub fn apply_background(args: &[String], sel: &mut Selection) -> Result<Vec<Pin>> {
+    let mut background: Vec<Pin> = Vec::new();
+    for arg in args {
+        let (name, cpu) = split_pin("--background", arg, true)?;
+        let Some(cpu) = cpu else {
+            bail!(
+                "--background {arg}: give the CPU it runs on, 1 or more (e.g. {name}@1; CPU 0, \
+                 the boot CPU, runs the other payloads)"
+            );
+        };
+        if cpu == 0 {
+            bail!(
+                "--background {arg}: CPU 0, the boot CPU, runs the other payloads: give CPU 1 or \
+                 more (and --smp for QEMU)"
+            );
+        }
+        if let Some((other, _)) = background.iter().find(|(n, c)| n == name || *c == cpu) {
+            if other == name {
+                bail!("--background {arg}: `{name}` is given twice");
+            }
+            bail!(
+                "--background {arg}: CPU {cpu} already runs `{other}` (one background payload a CPU)"
+            );
+        }
+        if let Some((_, at)) = sel.pins.iter().find(|(n, _)| n == name) {
+            bail!(
+                "--background {arg}: `{name}` is also given to run on CPU {at}; a payload runs \
+                 either in the background or in the foreground"
+            );
+        }
+        if let Some((other, _)) = sel.pins.iter().find(|(_, c)| *c == cpu) {
+            bail!(
+                "--background {arg}: payload `{other}` is to run on CPU {cpu} too, which runs \
+                 `{name}` until the others are done: choose another CPU"
+            );
+        }
+        if !sel.payloads.iter().any(|(n, _)| n == name) {
+            let p = payloads::builtin(name).with_context(|| {
+                format!(
+                    "--background {arg}: `{name}` is neither a payload given (--builtin, \
+                     --payload, --suite) nor a built-in payload (there are: {})",
+                    payloads::builtin_names().join(", ")
+                )
+            })?;
+            sel.payloads.push((p.name.to_string(), p.elf.to_vec()));
+        }
+        background.push((name.to_string(), cpu));
+    }
+    if background.len() > PINS_MAX {
+        bail!(
+            "{} background payloads; the kernel takes at most {PINS_MAX}",
+            background.len()
+        );
+    }
+    if !background.is_empty() && sel.payloads.len() == background.len() {
+        sel.notes.push(
+            "every payload runs in the background: nothing runs in the foreground, so they are \
+             stopped as soon as they start"
+                .to_string(),
+        );
+    }
+    Ok(background)
 }
 
 /// What a run packs: the payloads, the CPUs some of them are pinned to, notes for the user.
@@ -722,6 +806,111 @@ mod tests {
         };
         let e = format!("{:#}", collect_payloads(&args).unwrap_err());
         assert!(e.contains("no built-in payload `nosuch`"), "{e}");
+    }
+
+    #[test]
+    fn background_payloads_are_packed_checked_and_reach_run_cfg() {
+        let select = |builtins: &[&str]| {
+            collect_payloads(&PayloadArgs {
+                builtins: builtins.iter().map(|b| b.to_string()).collect(),
+                ..PayloadArgs::default()
+            })
+            .unwrap()
+        };
+        let bg = |args: &[&str]| args.iter().map(|a| a.to_string()).collect::<Vec<_>>();
+        // A built-in not given otherwise is packed after the others.
+        let mut sel = select(&["add-latency@1"]);
+        let background = apply_background(&bg(&["spin@2"]), &mut sel).unwrap();
+        assert_eq!(background, [("spin".to_string(), 2)]);
+        let names: Vec<&str> = sel.payloads.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["add-latency", "spin"]);
+        assert!(sel.notes.is_empty(), "{:?}", sel.notes);
+        let config = RunConfig {
+            payloads: sel.payloads,
+            pins: sel.pins,
+            background,
+            ..RunConfig::default()
+        };
+        let text = config.to_text();
+        assert!(
+            text.contains(
+                "
+pin = add-latency@1
+"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "
+background = spin@2
+"
+            ),
+            "{text}"
+        );
+        image::build_ramdisk(&config).unwrap();
+        // A payload given already runs in the background instead (packed once).
+        let mut sel = select(&["hello", "loop1000"]);
+        apply_background(&bg(&["loop1000@3"]), &mut sel).unwrap();
+        assert_eq!(sel.payloads.len(), 2);
+        // Only background payloads: said.
+        let mut sel = select(&["spin"]);
+        apply_background(&bg(&["spin@1"]), &mut sel).unwrap();
+        assert!(
+            sel.notes[0].contains("nothing runs in the foreground"),
+            "{:?}",
+            sel.notes
+        );
+        // Mistakes, refused before anything boots.
+        for (given, args, why) in [
+            (
+                &["hello"][..],
+                &["spin"][..],
+                "give the CPU it runs on, 1 or more",
+            ),
+            (
+                &["hello"],
+                &["spin@0"],
+                "CPU 0, the boot CPU, runs the other payloads",
+            ),
+            (&["hello"], &["spin@x"], "is not a CPU index"),
+            (&["hello"], &["spin@512"], "past the kernel's 512 CPUs"),
+            (
+                &["hello"],
+                &["nosuch@1"],
+                "`nosuch` is neither a payload given",
+            ),
+            (&["hello"], &["spin@1", "spin@2"], "`spin` is given twice"),
+            (
+                &["hello"],
+                &["spin@1", "loop1000@1"],
+                "CPU 1 already runs `spin`",
+            ),
+            (
+                &["spin@1"],
+                &["spin@2"],
+                "`spin` is also given to run on CPU 1",
+            ),
+            (
+                &["hello@2"],
+                &["spin@2"],
+                "payload `hello` is to run on CPU 2 too",
+            ),
+        ] {
+            let mut sel = select(given);
+            let e = format!("{:#}", apply_background(&bg(args), &mut sel).unwrap_err());
+            assert!(e.contains(why), "{args:?}: {e}");
+        }
+        // Its CPU must be in the machine, like a pin's.
+        check_background_fit(&[("spin".into(), 3)], 4).unwrap();
+        let e = format!(
+            "{:#}",
+            check_background_fit(&[("spin".into(), 2)], 2).unwrap_err()
+        );
+        assert_eq!(
+            e,
+            "background payload `spin` is to run on CPU 2, but QEMU gets 2 CPUs (indexes 0 to 1): add --smp 3 (or more)"
+        );
     }
 
     #[test]

@@ -106,6 +106,10 @@ pub struct RunConfig {
     /// Payloads run on a chosen CPU (`pin = NAME@CPU,...`; `*` for every payload not named):
     /// `(payload name or "*", CPU index)`, in order. Empty: all on the boot CPU.
     pub pins: Vec<(String, usize)>,
+    /// Payloads run in the background (`background = NAME@CPU,...`): each starts first on its
+    /// CPU (1 or more) and runs while the others do, and is stopped when they are done (a noisy
+    /// neighbour; its end is a `task_stopped` record). `(payload name, CPU index)`, in order.
+    pub background: Vec<(String, usize)>,
     /// Test-only: an APIC ID with nothing behind it, started like a CPU of the MADT
     /// (`test_phantom_cpu`), to see a CPU that does not answer reported.
     pub test_phantom_cpu: Option<u32>,
@@ -131,6 +135,7 @@ impl Default for RunConfig {
             nanobench_config: None,
             sample: None,
             pins: Vec::new(),
+            background: Vec::new(),
             test_phantom_cpu: None,
         }
     }
@@ -186,6 +191,14 @@ impl RunConfig {
                 .collect();
             let _ = writeln!(s, "pin = {}", pins.join(","));
         }
+        if !self.background.is_empty() {
+            let background: Vec<String> = self
+                .background
+                .iter()
+                .map(|(name, cpu)| format!("{name}@{cpu}"))
+                .collect();
+            let _ = writeln!(s, "background = {}", background.join(","));
+        }
         if let Some(id) = self.test_phantom_cpu {
             let _ = writeln!(s, "test_phantom_cpu = {id}");
         }
@@ -239,6 +252,59 @@ fn check_pins(config: &RunConfig) -> Result<()> {
     Ok(())
 }
 
+/// Checks the background payloads as the kernel will: each a payload packed, once, not also
+/// pinned with `pin`, on a CPU from 1 (the boot CPU runs the others) that no other background
+/// payload and no pin names; at most [`crate::content::PINS_MAX`] of them.
+fn check_background(config: &RunConfig) -> Result<()> {
+    use crate::content::{PIN_CPU_MAX, PINS_MAX};
+    if config.background.len() > PINS_MAX {
+        anyhow::bail!(
+            "{} background payloads: the kernel takes at most {PINS_MAX}",
+            config.background.len()
+        );
+    }
+    for (i, (name, cpu)) in config.background.iter().enumerate() {
+        let this = format!("background {name}@{cpu}");
+        if !config.payloads.iter().any(|(n, _)| n == name) {
+            anyhow::bail!("{this}: no payload `{name}` is packed");
+        }
+        if *cpu == 0 || *cpu >= PIN_CPU_MAX {
+            anyhow::bail!(
+                "{this}: a background payload runs on CPU 1 to {} (CPU 0, the boot CPU, runs the \
+                 others)",
+                PIN_CPU_MAX - 1
+            );
+        }
+        let earlier = &config.background[..i];
+        if earlier.iter().any(|(n, _)| n == name) {
+            anyhow::bail!("{this}: `{name}` is in the background twice");
+        }
+        if let Some((other, _)) = earlier.iter().find(|(_, c)| c == cpu) {
+            anyhow::bail!(
+                "{this}: CPU {cpu} already runs background payload `{other}` (one each CPU)"
+            );
+        }
+        if let Some((_, at)) = config.pins.iter().find(|(n, _)| n == name) {
+            anyhow::bail!(
+                "{this}: `{name}` is also pinned to CPU {at}; a payload runs either in the \
+                 background or in the foreground"
+            );
+        }
+        if let Some((other, _)) = config.pins.iter().find(|(_, c)| c == cpu) {
+            let who = if other == "*" {
+                "every payload not named is".to_string()
+            } else {
+                format!("payload `{other}` is")
+            };
+            anyhow::bail!(
+                "{this}: {who} pinned to CPU {cpu} too, which runs `{name}` until the others \
+                 are done"
+            );
+        }
+    }
+    Ok(())
+}
+
 /// Builds the ramdisk: a ustar archive with `run.cfg`, then `payloads/<name>.elf` for each
 /// payload in order, then the extra members (event tables), then the nanoBench config.
 pub fn build_ramdisk(config: &RunConfig) -> Result<Vec<u8>> {
@@ -252,6 +318,7 @@ pub fn build_ramdisk(config: &RunConfig) -> Result<Vec<u8>> {
         archive.append_data(&mut header, path, data)
     };
     check_pins(config)?;
+    check_background(config)?;
     append(CONFIG_MEMBER, config.to_text().as_bytes()).context("packing run.cfg")?;
     for (name, elf) in &config.payloads {
         if !valid_payload_name(name) {
@@ -555,6 +622,72 @@ fn stage_3_with_own_stack(stage_3: &[u8]) -> Result<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn background_is_written_and_checked_as_the_kernel_reads_it() {
+        let elf = |n: &str| (n.to_string(), vec![1]);
+        let mut config = RunConfig {
+            payloads: vec![elf("a"), elf("spin"), elf("noise")],
+            pins: vec![("a".into(), 1)],
+            background: vec![("spin".into(), 2), ("noise".into(), 3)],
+            ..RunConfig::default()
+        };
+        let text = config.to_text();
+        assert!(
+            text.contains(
+                "
+background = spin@2,noise@3
+"
+            ),
+            "{text}"
+        );
+        check_background(&config).unwrap();
+        build_ramdisk(&config).unwrap();
+        assert!(!RunConfig::default().to_text().contains("background"));
+        let refused = |config: &RunConfig| format!("{:#}", check_background(config).unwrap_err());
+        let with = |background: Vec<(&str, usize)>, pins: Vec<(&str, usize)>| RunConfig {
+            background: background
+                .into_iter()
+                .map(|(n, c)| (n.to_string(), c))
+                .collect(),
+            pins: pins.into_iter().map(|(n, c)| (n.to_string(), c)).collect(),
+            ..config.clone()
+        };
+        for (bad, pins, why) in [
+            (vec![("c", 2)], vec![], "no payload `c` is packed"),
+            (vec![("spin", 0)], vec![], "CPU 1 to 511"),
+            (vec![("spin", 512)], vec![], "CPU 1 to 511"),
+            (
+                vec![("spin", 2), ("spin", 3)],
+                vec![],
+                "in the background twice",
+            ),
+            (
+                vec![("spin", 2), ("noise", 2)],
+                vec![],
+                "already runs background payload `spin`",
+            ),
+            (vec![("a", 2)], vec![("a", 1)], "also pinned to CPU 1"),
+            (
+                vec![("spin", 1)],
+                vec![("a", 1)],
+                "payload `a` is pinned to CPU 1 too",
+            ),
+            (
+                vec![("spin", 1)],
+                vec![("*", 1)],
+                "every payload not named is pinned",
+            ),
+        ] {
+            let e = refused(&with(bad.clone(), pins));
+            assert!(e.contains(why), "{bad:?}: {e}");
+        }
+        config.background = vec![("spin".into(), 1); 65];
+        assert!(refused(&config).contains("at most 64"));
+        // The ramdisk is not built with a background payload the kernel would refuse.
+        config.background = vec![("spin".into(), 0)];
+        assert!(build_ramdisk(&config).is_err());
+    }
 
     #[test]
     fn pins_are_written_and_checked_as_the_kernel_reads_them() {

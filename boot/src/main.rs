@@ -213,6 +213,12 @@ struct RunArgs {
     payloads: PayloadArgs,
     #[command(flatten)]
     harness: HarnessArgs,
+    /// Run payload NAME in the background on CPU (repeatable; CPU 1 or more, with --smp): it
+    /// starts first and runs while the other payloads do, and is stopped when they are done (a
+    /// noisy neighbour): `--background spin@2`. NAME is a payload given with --builtin,
+    /// --payload or --suite (it then runs only in the background) or else a built-in payload.
+    #[arg(long = "background", value_name = "NAME@CPU")]
+    background: Vec<String>,
     /// Run the payloads concurrently, round-robin, preempted by the APIC timer every this many
     /// microseconds (default: one after the other).
     #[arg(long, value_name = "US", value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
@@ -427,6 +433,7 @@ fn prepare_boot(args: QemuArgs, config: RunConfig) -> Result<(BootRequest, Strin
     // The CPUs pinned to must be there (unless QEMU's own -smp is passed through).
     if !args.qemu_args.iter().any(|a| a == "-smp") {
         content::check_pins_fit(&config.pins, args.smp)?;
+        content::check_background_fit(&config.background, args.smp)?;
     }
     qemu.extra_args = args.qemu_args;
     qemu.timeout = Duration::from_secs(args.timeout);
@@ -555,16 +562,19 @@ fn run(args: RunArgs) -> Result<ExitCode> {
     } else {
         None
     };
+    let mut selection = content::collect_payloads(&args.payloads)?;
+    let background = content::apply_background(&args.background, &mut selection)?;
     let content::Selection {
         payloads,
         pins,
         mut notes,
-    } = content::collect_payloads(&args.payloads)?;
+    } = selection;
     let arg_members = content::payload_args(&args.payloads, &payloads)?;
     let mut config = RunConfig {
         on_end: OnEnd::QemuExit,
         extra_members: arg_members,
         pins,
+        background,
         test: args.test,
         test_phantom_cpu: args.test_phantom_cpu,
         timer_checks: !args.no_timer_checks,

@@ -56,7 +56,7 @@ impl Progress {
             }
             "result" => self.results += 1,
             // A top-level payload is done (children spawned later have higher indices).
-            "task_exit" | "task_killed" | "task_error" | "fault"
+            "task_exit" | "task_killed" | "task_stopped" | "task_error" | "fault"
                 if r.u64("task_index").is_some_and(|i| i < self.payloads) =>
             {
                 self.bar.inc(1);

@@ -918,6 +918,18 @@ pub fn record_lines(r: &Record, vendor: Option<Vendor>) -> Option<String> {
             r.u64("interrupts").unwrap_or(0),
             cpu_note(r)
         ),
+        "task_stopped" => format!(
+            "{}{}: stopped{} at the end (a background payload: the others are done) | virtual tsc {} | {} syscalls, {} interrupts",
+            label("task"),
+            s(r, "task"),
+            match r.u64("cpu") {
+                Some(c) => format!(" on cpu {c}"),
+                None => String::new(),
+            },
+            r.u64("virtual_tsc").unwrap_or(0),
+            r.u64("syscalls").unwrap_or(0),
+            r.u64("interrupts").unwrap_or(0)
+        ),
         "task_error" => format!(
             "{}{}: not run: {}",
             label("TASK"),
@@ -1113,6 +1125,17 @@ mod tests {
             record_lines(&exit, None)
                 .unwrap()
                 .ends_with("| 4 notifications")
+        );
+    }
+
+    #[test]
+    fn a_stopped_background_task_says_so() {
+        let stopped = rec(
+            r#"{"type":"task_stopped","v":1,"task":"spin","task_index":1,"cpu":2,"reason":"background payload: the other payloads are done","virtual_tsc":123456,"syscalls":0,"interrupts":4}"#,
+        );
+        assert_eq!(
+            record_lines(&stopped, None).unwrap(),
+            "task     spin: stopped on cpu 2 at the end (a background payload: the others are done) | virtual tsc 123456 | 0 syscalls, 4 interrupts"
         );
     }
 

@@ -386,6 +386,9 @@ impl Results {
                         }
                     ),
                 ),
+                // A background payload (run.cfg `background`) stopped when the others were
+                // done: the end it is meant to have, not an error.
+                "task_stopped" => {}
                 "fault" if r.str("mode") == Some("user") => res.error(
                     "fault",
                     r.str("task"),
@@ -723,6 +726,18 @@ mod tests {
         assert_eq!(b.samples.keys().collect::<Vec<_>>(), ["edge"]);
         assert_eq!(b.samples["edge"]["r"].len(), SAMPLES_MAX);
         assert_eq!(b.samples["edge"]["r"][last], 7);
+    }
+
+    #[test]
+    fn a_stopped_background_task_is_not_an_error() {
+        let lines = [
+            r#"{"type":"task_stopped","v":1,"task":"spin","task_index":1,"cpu":2,"reason":"background payload: the other payloads are done","virtual_tsc":9,"syscalls":0,"interrupts":3}"#,
+            r#"{"type":"summary","v":1,"payloads":2,"benchmarks":0,"stopped":1,"results":0,"unsupported":0,"errors":0}"#,
+            r#"{"type":"end","v":1,"status":"ok"}"#,
+        ];
+        let res = Results::from_records(&records(&lines));
+        assert!(res.errors.is_empty(), "{:?}", res.errors);
+        assert_eq!(res.summary.unwrap()["stopped"], 1);
     }
 
     #[test]

@@ -864,3 +864,42 @@ fn usb_image_carries_bios_boot_code_and_the_uefi_bootloader() {
     );
     assert!(stdout_of(&out).contains("wrote USB (BIOS and UEFI) image"));
 }
+
+#[test]
+fn background_mistakes_are_refused_before_booting() {
+    for (args, want) in [
+        (
+            vec!["--builtin", "hello", "--background", "spin@2"],
+            "background payload `spin` is to run on CPU 2, but QEMU gets 1 CPU (index 0, the boot CPU): add --smp 3",
+        ),
+        (
+            vec!["--smp", "2", "--builtin", "hello", "--background", "spin@0"],
+            "CPU 0, the boot CPU, runs the other payloads",
+        ),
+        (
+            vec!["--smp", "2", "--builtin", "hello", "--background", "spin"],
+            "give the CPU it runs on, 1 or more",
+        ),
+        (
+            vec![
+                "--smp",
+                "3",
+                "--builtin",
+                "hello@1",
+                "--background",
+                "spin@1",
+            ],
+            "payload `hello` is to run on CPU 1 too",
+        ),
+    ] {
+        let out = baremark()
+            .env("BAREMARK_QEMU", "/nonexistent/qemu")
+            .arg("run")
+            .args(&args)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(want), "{args:?}: no `{want}` in {stderr}");
+    }
+}

@@ -188,7 +188,7 @@ impl Building {
                 self.task_of.insert(name.clone(), i);
                 self.task_start.insert(i, (name, line));
             }
-            ("task_exit" | "task_killed" | "fault", Some(i)) => {
+            ("task_exit" | "task_killed" | "task_stopped" | "fault", Some(i)) => {
                 self.task_end.insert(i, r.kind.clone());
                 for block in self.blocks.iter_mut().filter(|k| k.payload == name) {
                     block.open = false;
@@ -675,7 +675,7 @@ fn check_protocol(mut b: Building, damage: &mut Vec<Damage>) -> Run {
         for (index, (name, line)) in &b.task_start {
             if !b.task_end.contains_key(index) {
                 let detail = format!(
-                    "task {name} (#{index}) started but has no `task_exit`, `fault` or `task_killed` (lost?)"
+                    "task {name} (#{index}) started but has no `task_exit`, `fault`, `task_killed` or `task_stopped` (lost?)"
                 );
                 finding(
                     damage,

@@ -289,6 +289,18 @@ const FIELDS: &[(&str, &[&str])] = &[
         ],
     ),
     (
+        "task_stopped",
+        &[
+            "task",
+            "task_index",
+            "cpu",
+            "reason",
+            "virtual_tsc",
+            "syscalls",
+            "interrupts",
+        ],
+    ),
+    (
         "bench_start",
         &[
             "payload",
@@ -355,6 +367,7 @@ const FIELDS: &[(&str, &[&str])] = &[
         &[
             "payloads",
             "benchmarks",
+            "stopped",
             "results",
             "unsupported",
             "errors",
@@ -399,6 +412,7 @@ pub(super) const PER_TASK: &[&str] = &[
     "task_start",
     "task_exit",
     "task_killed",
+    "task_stopped",
     "task_error",
     "task_spawn",
 ];
@@ -530,9 +544,8 @@ fn wrong_types(r: &Record) -> Option<String> {
         ]),
         "summary" => first(vec![count("benchmarks", true), count("results", true)]),
         "end" => string("status"),
-        "task_start" | "task_exit" | "task_killed" | "task_error" | "task_spawn" => {
-            first(vec![string("task"), count("task_index", false)])
-        }
+        "task_start" | "task_exit" | "task_killed" | "task_stopped" | "task_error"
+        | "task_spawn" => first(vec![string("task"), count("task_index", false)]),
         _ => None,
     }
 }

@@ -699,3 +699,50 @@ proptest! {
         let _ = render(&scan, "log");
     }
 }
+
+/// The suite's log with a background task (run.cfg `background`) started before the summary
+/// and, if `stop` is given, that line as its end.
+fn with_background(stop: Option<&str>) -> Vec<u8> {
+    let start = r#"{"type":"task_start","v":1,"task":"spin","task_index":16,"cpu":2,"entry":"0x401000","segments":2,"mapped_bytes":8192}"#;
+    let mut l = lines(SUITE);
+    let mut extra = vec![format!("{start}\n").into_bytes()];
+    extra.extend(stop.map(|s| format!("{s}\n").into_bytes()));
+    l.splice(497..497, extra);
+    l.concat()
+}
+
+const STOPPED: &str = r#"{"type":"task_stopped","v":1,"task":"spin","task_index":16,"cpu":2,"reason":"background payload: the other payloads are done","virtual_tsc":123456,"syscalls":0,"interrupts":4}"#;
+
+#[test]
+fn a_stopped_background_task_has_ended_and_a_damaged_stop_is_found() {
+    // Stopped: the task's end, no damage.
+    let scan = read(&with_background(Some(STOPPED)));
+    assert!(scan.damage.is_empty(), "{:?}", scan.damage);
+    assert_eq!(scan.verdict(), Verdict::Ok);
+    // Its `task_stopped` lost: the task has no end.
+    let scan = read(&with_background(None));
+    let d = scan.damage.iter().find(|d| d.lines.0 == 498).unwrap();
+    assert_eq!(d.kind, Kind::Missing);
+    assert!(
+        d.detail.contains("task spin (#16) started but has no"),
+        "{}",
+        d.detail
+    );
+    assert!(d.detail.contains("`task_stopped`"), "{}", d.detail);
+    // A flipped bit in its type or a field name: doubtful, like any record.
+    for (from, to, why) in [
+        (
+            "task_stopped",
+            "task_stoppef",
+            "one character off `task_stopped`",
+        ),
+        ("\"reason\"", "\"reasnn\"", "`reason` is missing"),
+        ("\"task_index\":16", "\"task_index\":\"16\"", "`task_index`"),
+    ] {
+        let scan = read(&with_background(Some(&STOPPED.replace(from, to))));
+        let d = scan.damage.iter().find(|d| d.lines.0 == 499);
+        let d = d.unwrap_or_else(|| panic!("{to}: {:?}", scan.damage));
+        assert_eq!(d.kind, Kind::Doubtful, "{to}");
+        assert!(d.detail.contains(why), "{to}: {}", d.detail);
+    }
+}
