@@ -3,6 +3,7 @@
 //! config and, with `--perfmon`, Intel's event tables. Shared by `run`, `image` and `count`,
 //! checked on the host before anything is built.
 
+pub use crate::image::{PIN_CPU_MAX, PINS_MAX};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -116,12 +117,6 @@ pub fn payload_args(args: &PayloadArgs, payloads: &[NamedElf]) -> Result<Vec<(St
     Ok(members)
 }
 
-/// CPU indexes a pin may name: 0 to 511 (the kernel's `PIN_CPU_MAX`, its most CPUs).
-pub const PIN_CPU_MAX: usize = 512;
-
-/// The most pins one run.cfg may give (the kernel's `PINS_MAX`).
-pub const PINS_MAX: usize = 64;
-
 /// A payload to run on a chosen CPU: `(payload name, CPU index)` (run.cfg `pin`).
 pub type Pin = (String, usize);
 
@@ -185,13 +180,13 @@ fn check_cpus_fit(pins: &[Pin], smp: u32, what: impl Fn(&str, usize) -> String) 
         } else {
             format!("QEMU gets {smp} CPUs (indexes 0 to {})", smp - 1)
         };
-        let hint = if *cpu < crate::qemu::SMP_MAX as usize {
+        let hint = if *cpu < crate::image::SMP_MAX as usize {
             format!("add --smp {} (or more)", cpu + 1)
         } else {
             format!(
                 "QEMU's q35 machine has at most {} CPUs (indexes 0 to {})",
-                crate::qemu::SMP_MAX,
-                crate::qemu::SMP_MAX - 1
+                crate::image::SMP_MAX,
+                crate::image::SMP_MAX - 1
             )
         };
         bail!("{}, but {have}: {hint}", what(name, *cpu));

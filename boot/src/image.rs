@@ -209,6 +209,15 @@ impl RunConfig {
     }
 }
 
+/// CPU indexes a pin may name: 0 to 511 (the kernel's `PIN_CPU_MAX`, its most CPUs).
+pub const PIN_CPU_MAX: usize = 512;
+
+/// The most pins (or background payloads) one run.cfg may give (the kernel's `PINS_MAX`).
+pub const PINS_MAX: usize = 64;
+
+/// The most CPUs QEMU's q35 machine takes (`--smp`).
+pub const SMP_MAX: u32 = 288;
+
 /// The ramdisk member of payload `name` (the kernel runs every `payloads/*.elf` member).
 pub fn payload_member(name: &str) -> String {
     format!("{PAYLOAD_DIR}/{name}.elf")
@@ -226,9 +235,8 @@ pub fn valid_payload_name(name: &str) -> bool {
 }
 
 /// Checks the pins as the kernel will: each names `*` or a payload packed, once, and a CPU
-/// index it can have; at most [`crate::content::PINS_MAX`] of them.
+/// index it can have; at most [`PINS_MAX`] of them.
 fn check_pins(config: &RunConfig) -> Result<()> {
-    use crate::content::{PIN_CPU_MAX, PINS_MAX};
     if config.pins.len() > PINS_MAX {
         anyhow::bail!(
             "{} pins: the kernel takes at most {PINS_MAX}",
@@ -254,9 +262,8 @@ fn check_pins(config: &RunConfig) -> Result<()> {
 
 /// Checks the background payloads as the kernel will: each a payload packed, once, not also
 /// pinned with `pin`, on a CPU from 1 (the boot CPU runs the others) that no other background
-/// payload and no pin names; at most [`crate::content::PINS_MAX`] of them.
+/// payload and no pin names; at most [`PINS_MAX`] of them.
 fn check_background(config: &RunConfig) -> Result<()> {
-    use crate::content::{PIN_CPU_MAX, PINS_MAX};
     if config.background.len() > PINS_MAX {
         anyhow::bail!(
             "{} background payloads: the kernel takes at most {PINS_MAX}",

@@ -142,7 +142,7 @@ pub struct QemuOptions {
 
 /// The most CPUs `--smp` gives QEMU's q35 machine (its limit in the QEMU versions baremark
 /// runs on; docs/platforms.md has the 288-CPU row).
-pub const SMP_MAX: u32 = 288;
+pub use crate::image::SMP_MAX;
 
 /// `--smp N`: 1 to [`SMP_MAX`] CPUs.
 pub fn parse_smp(s: &str) -> Result<u32, String> {

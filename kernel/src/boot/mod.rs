@@ -206,13 +206,18 @@ pub fn run(boot_info: &'static mut BootInfo) -> ! {
                 .opt_str("tsc_method", tsc.chosen.map(|f| f.method.name()))
         });
         say!(
-            "tasks  {} payloads (+{} spawned): {} exited, {} faulted, {} killed, {} not loadable",
+            "tasks  {} payloads (+{} spawned): {} exited, {} faulted, {} killed, {} not loadable{}",
             payloads.payloads,
             payloads.spawned,
             payloads.exited,
             payloads.faulted,
             payloads.killed,
-            payloads.rejected
+            payloads.rejected,
+            if payloads.stopped > 0 {
+                alloc::format!(", {} stopped (background)", payloads.stopped)
+            } else {
+                alloc::string::String::new()
+            }
         );
     }
     say!("baremark: boot report complete");
