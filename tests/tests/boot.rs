@@ -9,7 +9,7 @@ use baremark::records::SCHEMA_VERSION;
 use baremark::session::RunOutcome;
 use baremark_tests::{boot, expect_record, expect_success, hex};
 
-const REPORT_TYPES: [&str; 13] = [
+const REPORT_TYPES: [&str; 15] = [
     "boot",
     "screen",
     "cpu",
@@ -18,6 +18,8 @@ const REPORT_TYPES: [&str; 13] = [
     "tsc",
     "apic",
     "pmu",
+    "processor",
+    "cpus",
     "pci",
     "usb_handoff",
     "screen_cost",
