@@ -317,31 +317,49 @@ fn emulated_hybrid_reports_both_core_types_and_each_cores_counters() {
         let kind = if n < 2 { "core" } else { "atom" };
         assert_eq!(start.str("core_type"), Some(kind), "{}", start.value);
     }
-    // Counting events on an Atom core: refused, with the reason; the Core cores count.
+    // Counting events on every core, each with its own PMU's plan: reference cycles go on
+    // fixed counter 2, which the Core CPUs have and the Atom CPUs lack (their plan says so);
+    // branches and instructions count exactly on both.
     let mut config = pinned_copies(4, &[]);
-    config.events = Some("instructions:u".into());
+    config.events = Some("branches:u,instructions:u,ref-cycles:k".into());
     let outcome = boot_with(qemu, config);
-    for n in 2..4 {
-        let e = records(&outcome, "task_error")
-            .find(|r| r.str("task") == Some(format!("add-latency-cpu{n}").as_str()))
-            .unwrap_or_else(|| panic!("no task_error on CPU {n}\n{}", outcome.tail_text()));
-        assert!(
-            e.str("message").is_some_and(|m| m.contains("PMU differs")),
-            "{}",
-            e.value
-        );
-    }
-    for n in 0..2 {
+    expect_success_in(&outcome, "hybrid, counting: ");
+    let result = |n: usize, event: &str| {
         let name = format!("add-latency-cpu{n}");
-        let r = records(&outcome, "result")
-            .find(|r| {
-                r.str("payload") == Some(name.as_str()) && r.str("event") == Some("instructions:u")
-            })
-            .unwrap_or_else(|| panic!("no instructions:u result of {name}"));
-        assert_eq!(
-            r.get("per_iteration")["median"].as_f64(),
-            Some(ADD_LATENCY_TSC)
-        );
+        records(&outcome, "result")
+            .find(|r| r.str("payload") == Some(name.as_str()) && r.str("event") == Some(event))
+            .unwrap_or_else(|| panic!("no {event} result of {name}\n{}", outcome.tail_text()))
+            .clone()
+    };
+    for n in 0..4 {
+        for (event, per) in [("branches:u", 1.0), ("instructions:u", ADD_LATENCY_TSC)] {
+            let r = result(n, event);
+            assert_eq!(r.u64("cpu"), Some(n as u64));
+            assert_eq!(r.get("supported").as_bool(), Some(true), "{}", r.value);
+            assert_eq!(
+                r.get("per_iteration")["median"].as_f64(),
+                Some(per),
+                "{}",
+                r.value
+            );
+        }
+        let r = result(n, "ref-cycles:k");
+        if n < 2 {
+            assert_eq!(r.str("counter"), Some("fixed2"), "CPU {n}: {}", r.value);
+        } else {
+            assert_eq!(
+                r.get("supported").as_bool(),
+                Some(false),
+                "CPU {n}: {}",
+                r.value
+            );
+            assert!(
+                r.str("reason")
+                    .is_some_and(|m| m.contains("fixed counter 2")),
+                "CPU {n}: {}",
+                r.value
+            );
+        }
     }
 }
 

@@ -166,7 +166,7 @@ pub fn run(boot_info: &'static mut BootInfo) -> ! {
             None
         }
     };
-    let harness = harness_plan(&config, facts.ramdisk, tsc_hz);
+    let harness = harness_plans(&config, facts.ramdisk, tsc_hz);
     crate::task::run::set_diagnostics(crate::task::run::Diagnostics {
         counter_preset: config.counter_preset,
         fault_at_switch_in: config.test_pmu_fault,
@@ -233,9 +233,9 @@ fn harness_plan(
     run: &RunConfig,
     ramdisk: &'static [u8],
     tsc_hz: Option<u64>,
+    caps: events::pmu::PmuCaps,
+    report: bool,
 ) -> &'static crate::harness::session::RunPlan {
-    let caps = crate::pmu::machine::with_pmu(|pmu, _| *pmu.backend.caps())
-        .unwrap_or_else(|| events::pmu::PmuCaps::tsc_only(events::cpu::Vendor::Intel, None));
     let mut tables = alloc::vec::Vec::new();
     let mut config = alloc::vec::Vec::new();
     for entry in crate::devices::ramdisk::entries(ramdisk).map_while(Result::ok) {
@@ -250,7 +250,7 @@ fn harness_plan(
             in_events && entry.name == "nanobench.cfg"
         };
         if is_config {
-            config = nanobench_config(entry.data);
+            config = nanobench_config(entry.data, report);
             continue;
         }
         let path_is_table = in_events && entry.name.ends_with(".tab");
@@ -259,6 +259,7 @@ fn harness_plan(
         }
         match events::table::EventTable::from_bytes(entry.data) {
             Ok(t) => tables.push(t),
+            Err(_) if !report => {}
             Err(e) => record("harness_error", |r| {
                 r.null("payload").null("bench").fmt(
                     "message",
@@ -278,7 +279,7 @@ fn harness_plan(
         &tables,
         &platform,
     );
-    if let Some(e) = &events.error {
+    if let Some(e) = events.error.as_ref().filter(|_| report) {
         record("harness_error", |r| {
             r.null("payload").null("bench").fmt(
                 "message",
@@ -299,15 +300,54 @@ fn harness_plan(
     }))
 }
 
+/// The harness plan of every online CPU: the boot CPU's for each CPU whose PMU is the same,
+/// else one resolved for that CPU's own PMU (a hybrid part's other core type), each made once.
+fn harness_plans(
+    run: &RunConfig,
+    ramdisk: &'static [u8],
+    tsc_hz: Option<u64>,
+) -> &'static crate::task::run::Plans {
+    let tsc_only = || events::pmu::PmuCaps::tsc_only(events::cpu::Vendor::Intel, None);
+    let boot_caps = crate::pmu::machine::caps_of(0).unwrap_or_else(tsc_only);
+    let boot_plan = harness_plan(run, ramdisk, tsc_hz, boot_caps, true);
+    let mut made = alloc::vec![(boot_caps, boot_plan)];
+    let mut by_cpu = alloc::vec::Vec::new();
+    for cpu in crate::platform::cpus::all().iter().filter_map(|c| c.index) {
+        let caps = crate::pmu::machine::caps_of(cpu).unwrap_or(boot_caps);
+        let plan = match made.iter().find(|(c, _)| *c == caps) {
+            Some((_, p)) => *p,
+            None => {
+                let p = harness_plan(run, ramdisk, tsc_hz, caps, false);
+                made.push((caps, p));
+                p
+            }
+        };
+        if by_cpu.len() <= cpu {
+            by_cpu.resize(cpu + 1, boot_plan);
+        }
+        by_cpu[cpu] = plan;
+    }
+    alloc::boxed::Box::leak(alloc::boxed::Box::new(crate::task::run::Plans {
+        boot: boot_plan,
+        by_cpu,
+    }))
+}
+
 /// The events of the nanoBench config member; a `harness_error` record (and none of its
 /// events) if it is not UTF-8 or does not parse. The host checked it, so this is a ramdisk
 /// made by other means.
-fn nanobench_config(data: &[u8]) -> alloc::vec::Vec<events::nanobench::NanoBenchEvent> {
+fn nanobench_config(
+    data: &[u8],
+    report: bool,
+) -> alloc::vec::Vec<events::nanobench::NanoBenchEvent> {
     let member = events::nanobench::CONFIG_MEMBER;
     let parsed = core::str::from_utf8(data)
         .map_err(|e| alloc::format!("not UTF-8 at byte offset {}", e.valid_up_to()))
         .and_then(|text| events::nanobench::parse_config(text).map_err(|e| alloc::format!("{e}")));
     parsed.unwrap_or_else(|message| {
+        if !report {
+            return alloc::vec::Vec::new();
+        }
         record("harness_error", |r| {
             r.null("payload").null("bench").fmt(
                 "message",

@@ -224,6 +224,14 @@ pub fn arm_pmi_here() {
     apic::set_lvt_perf(PmiDelivery::Vector(PMI_VECTOR), tsc_only);
 }
 
+/// The capabilities of CPU `index`'s PMU (`None` before its discovery).
+pub fn caps_of(index: usize) -> Option<events::pmu::PmuCaps> {
+    PMUS.get(index)?
+        .lock()
+        .as_ref()
+        .map(|pmu| *pmu.backend.caps())
+}
+
 /// Runs `f` with the executing CPU's PMU and the hardware MSR door. `None` before `init` (or
 /// `init_here` on this CPU).
 pub fn with_pmu<R>(f: impl FnOnce(&mut Pmu, &mut HwMsr) -> R) -> Option<R> {

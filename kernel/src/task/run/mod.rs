@@ -101,6 +101,20 @@ pub use policy::{Policy, set_policy};
 pub use hw::{Diagnostics, set_diagnostics};
 
 pub use records::Summary;
+
+/// The harness plan of each CPU: its events resolved for its own PMU (the boot CPU's plan for
+/// every CPU whose PMU is the same; a hybrid part's other core type has its own).
+pub struct Plans {
+    pub boot: &'static RunPlan,
+    /// By CPU index; a CPU past the end uses `boot`.
+    pub by_cpu: Vec<&'static RunPlan>,
+}
+
+impl Plans {
+    pub fn for_cpu(&self, cpu: usize) -> &'static RunPlan {
+        self.by_cpu.get(cpu).copied().unwrap_or(self.boot)
+    }
+}
 pub use schedule::{Budget, Quantum};
 
 /// The `task_index` of the next spawned task (after the ramdisk's payloads).
@@ -119,7 +133,7 @@ pub fn run_payloads(
     tsc_hz: Option<u64>,
     quantum: Option<Quantum>,
     budget: Option<Budget>,
-    harness: &'static RunPlan,
+    plans: &'static Plans,
 ) -> Summary {
     let mut summary = Summary::default();
     if ramdisk.is_empty() {
@@ -136,7 +150,7 @@ pub fn run_payloads(
     let mut system_last = system_start.clone();
     // run.cfg `background`: those payloads start first, each on its CPU, and run while the
     // others do; they are stopped when the others are done.
-    let background = start_background(ramdisk, tsc_hz, harness, &mut summary);
+    let background = start_background(ramdisk, tsc_hz, plans, &mut summary);
     // A damaged archive was already reported by the configuration reader: use what came before.
     let mut index = 0;
     for entry in crate::devices::ramdisk::entries(ramdisk).map_while(Result::ok) {
@@ -151,6 +165,8 @@ pub fn run_payloads(
         summary.payloads += 1;
         // run.cfg `pin`: the whole payload (loading, its run, its records) on its CPU.
         let cpu = policy::cpu_of(name);
+        // Its events resolved for that CPU's PMU.
+        let harness = plans.for_cpu(cpu);
         let mut ran = false;
         let mut payload = |summary: &mut Summary, ready: &mut Vec<Running>| {
             ran = true;
@@ -188,36 +204,6 @@ pub fn run_payloads(
                 }
             }
         };
-        // The harness's counters were planned for the boot CPU's PMU; a core whose PMU differs
-        // (a hybrid part's other core type) would need its own plan and backend.
-        if cpu != 0
-            && harness.events.groups.iter().any(|g| !g.is_empty())
-            && let (Some(here), Some(boot)) = (cpus::online(cpu), cpus::online(0))
-            && here.pmu_leaf != boot.pmu_leaf
-        {
-            summary.rejected += 1;
-            let kind = cpus::core_type_name(cpu);
-            record("task_error", |r| {
-                r.str("task", task.name)
-                    .u64("task_index", task.index)
-                    .u64("cpu", cpu as u64)
-                    .str("core_type", kind)
-                    .fmt(
-                        "message",
-                        format_args!(
-                            "pinned to CPU {cpu} ({kind} core), whose PMU differs from the boot \
-                             CPU's: counting events there needs a plan for its own PMU, which \
-                             baremark does not make yet; not run (run it without events, or on \
-                             a core like the boot CPU)"
-                        ),
-                    )
-            });
-            say!(
-                "task   {}: not run: CPU {cpu}'s PMU differs from the boot CPU's",
-                task.name
-            );
-            continue;
-        }
         let outcome = if cpu == cpus::current() {
             payload(&mut summary, &mut ready);
             Ok(())
@@ -305,7 +291,7 @@ static BACKGROUND_SUMMARY: spin::Mutex<Summary> = spin::Mutex::new(Summary::new(
 fn start_background(
     ramdisk: &'static [u8],
     tsc_hz: Option<u64>,
-    harness: &'static RunPlan,
+    plans: &'static Plans,
     summary: &mut Summary,
 ) -> Vec<usize> {
     let mut started = Vec::new();
@@ -321,6 +307,7 @@ fn start_background(
         };
         summary.payloads += 1;
         let data = entry.data;
+        let harness = plans.for_cpu(cpu);
         let job = move || {
             let mut s = Summary::default();
             match load(task, data) {
