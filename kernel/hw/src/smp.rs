@@ -444,8 +444,11 @@ struct Job<'a> {
 
 /// Per CPU: a background job ([`start_job`]) runs there.
 static BACKGROUND: [AtomicU32; MAX_CPUS] = [const { AtomicU32::new(0) }; MAX_CPUS];
-/// Per CPU: the kernel asked the job running there to stop ([`request_stop`]).
-static STOP: [AtomicU32; MAX_CPUS] = [const { AtomicU32::new(0) }; MAX_CPUS];
+/// Per CPU: the generation of the background job started there last ([`start_job`]).
+static GENERATION: [AtomicU64; MAX_CPUS] = [const { AtomicU64::new(0) }; MAX_CPUS];
+/// Per CPU: the generation of the background job the kernel asked to stop ([`request_stop`]);
+/// a stop that arrives after its job ended never reaches the next one.
+static STOP: [AtomicU64; MAX_CPUS] = [const { AtomicU64::new(0) }; MAX_CPUS];
 
 /// Each CPU's mailbox: the address of a [`Job`], or 0.
 static MAILBOX: [AtomicU64; MAX_CPUS] = [const { AtomicU64::new(0) }; MAX_CPUS];
@@ -524,7 +527,6 @@ pub fn idle_loop() -> ! {
                     drop(Box::from_raw(job.work));
                     drop(Box::from_raw(addr as *mut Job<'static>));
                 }
-                STOP[me].store(0, Ordering::Relaxed);
                 MAILBOX[me].store(0, Ordering::Release);
                 BACKGROUND[me].store(0, Ordering::Release);
             }
@@ -546,6 +548,7 @@ pub fn start_job(index: usize, work: Box<dyn FnMut() + Send>) -> Result<(), RunO
         waiter_apic: None,
     }));
     BACKGROUND[index].store(1, Ordering::Release);
+    GENERATION[index].fetch_add(1, Ordering::AcqRel);
     if MAILBOX[index]
         .compare_exchange(0, job as u64, Ordering::AcqRel, Ordering::Acquire)
         .is_err()
@@ -572,15 +575,20 @@ pub fn job_running(index: usize) -> bool {
 /// Asks the background job on CPU `index` to stop: sets its flag ([`stop_requested`]) and sends
 /// the CPU the wake IPI, so a task it runs in ring 3 comes back to the kernel, which looks.
 pub fn request_stop(index: usize) {
+    if !job_running(index) {
+        return;
+    }
     if let (Some(flag), Some(target)) = (STOP.get(index), percpu::of(index)) {
-        flag.store(1, Ordering::Release);
+        flag.store(GENERATION[index].load(Ordering::Acquire), Ordering::Release);
         apic::send_ipi(target.apic_id(), Ipi::Fixed(WAKE_VECTOR));
     }
 }
 
 /// Whether the kernel asked the job on this CPU to stop.
 pub fn stop_requested() -> bool {
-    STOP[percpu::index()].load(Ordering::Acquire) != 0
+    let me = percpu::index();
+    let generation = GENERATION[me].load(Ordering::Acquire);
+    job_running(me) && generation != 0 && STOP[me].load(Ordering::Acquire) == generation
 }
 
 /// Waits (polling) until the background job on CPU `index` has ended.
