@@ -77,7 +77,6 @@ use super::user_page::UserPage;
 use super::vcounter::VirtualCounters;
 use crate::output::console::record;
 use crate::platform::cpus;
-use crate::say;
 
 mod hw;
 mod load;
@@ -170,37 +169,22 @@ pub fn run_payloads(
         let mut ran = false;
         let mut payload = |summary: &mut Summary, ready: &mut Vec<Running>| {
             ran = true;
-            match load(task, entry.data) {
-                Ok((plan, space)) => {
-                    summary.started += 1;
-                    let mut t = Running::start(task, &plan, space, tsc_hz, cpu);
-                    t.budget = budget;
-                    t.ramdisk = ramdisk;
-                    t.harness = Some(harness);
-                    t.start_sampling();
-                    if quantum.is_some() {
-                        ready.push(t);
-                    } else {
-                        // Between payloads: the screen and the results file catch up.
-                        crate::output::sinks::between_payloads(&alloc::format!(
-                            "payload {} of {members}: {name}",
-                            task.index + 1
-                        ));
-                        run_family(t, budget, summary);
-                        if let Some(from) = &system_last {
-                            system_last = system::report("payload", Some(task), from);
-                        }
-                    }
-                }
-                Err(e) => {
-                    summary.rejected += 1;
-                    let message = e.message;
-                    record("task_error", |r| {
-                        r.str("task", task.name)
-                            .u64("task_index", task.index)
-                            .str("message", &message)
-                    });
-                    say!("task   {}: not run: {message}", task.name);
+            let loaded = start_payload(task, entry.data, tsc_hz, cpu, ramdisk, harness, summary);
+            let Some(mut t) = loaded else {
+                return;
+            };
+            t.budget = budget;
+            if quantum.is_some() {
+                ready.push(t);
+            } else {
+                // Between payloads: the screen and the results file catch up.
+                crate::output::sinks::between_payloads(&alloc::format!(
+                    "payload {} of {members}: {name}",
+                    task.index + 1
+                ));
+                run_family(t, budget, summary);
+                if let Some(from) = &system_last {
+                    system_last = system::report("payload", Some(task), from);
                 }
             }
         };
@@ -219,21 +203,11 @@ pub fn run_payloads(
             && !ran
         {
             summary.rejected += 1;
-            record("task_error", |r| {
-                r.str("task", task.name)
-                    .u64("task_index", task.index)
-                    .u64("cpu", cpu as u64)
-                    .fmt(
-                        "message",
-                        format_args!(
-                            "pinned to CPU {cpu}, but {e} ({} online)",
-                            cpus::online_count()
-                        ),
-                    )
-            });
-            say!(
-                "task   {}: not run: pinned to CPU {cpu}, but {e}",
-                task.name
+            let online = cpus::online_count();
+            records::not_run(
+                task,
+                Some(cpu),
+                &alloc::format!("pinned to CPU {cpu}, but {e} ({online} online)"),
             );
         }
     }
@@ -282,6 +256,35 @@ pub fn run_payloads(
     summary
 }
 
+/// Loads payload `task` from its ELF `data` and makes it a task on `cpu` (its `task_start`
+/// record), with the ramdisk and the harness plan; `None` if it cannot be loaded (its
+/// `task_error` record, counted as rejected).
+fn start_payload(
+    task: Task,
+    data: &'static [u8],
+    tsc_hz: Option<u64>,
+    cpu: usize,
+    ramdisk: &'static [u8],
+    harness: &'static RunPlan,
+    summary: &mut Summary,
+) -> Option<Running> {
+    match load(task, data) {
+        Ok((plan, space)) => {
+            summary.started += 1;
+            let mut t = Running::start(task, &plan, space, tsc_hz, cpu);
+            t.ramdisk = ramdisk;
+            t.harness = Some(harness);
+            t.start_sampling();
+            Some(t)
+        }
+        Err(e) => {
+            summary.rejected += 1;
+            records::not_run(task, None, &e.message);
+            None
+        }
+    }
+}
+
 /// The counts of the background payloads (run.cfg `background`), added by their CPUs.
 static BACKGROUND_SUMMARY: spin::Mutex<Summary> = spin::Mutex::new(Summary::new());
 
@@ -310,24 +313,8 @@ fn start_background(
         let harness = plans.for_cpu(cpu);
         let job = move || {
             let mut s = Summary::default();
-            match load(task, data) {
-                Ok((plan, space)) => {
-                    s.started += 1;
-                    let mut t = Running::start(task, &plan, space, tsc_hz, cpu);
-                    t.ramdisk = ramdisk;
-                    t.harness = Some(harness);
-                    t.start_sampling();
-                    run_family(t, None, &mut s);
-                }
-                Err(e) => {
-                    s.rejected += 1;
-                    let message = e.message;
-                    record("task_error", |r| {
-                        r.str("task", task.name)
-                            .u64("task_index", task.index)
-                            .str("message", &message)
-                    });
-                }
+            if let Some(t) = start_payload(task, data, tsc_hz, cpu, ramdisk, harness, &mut s) {
+                run_family(t, None, &mut s);
             }
             BACKGROUND_SUMMARY.lock().add(&s);
         };
@@ -335,16 +322,11 @@ fn start_background(
             Ok(()) => started.push(cpu),
             Err(e) => {
                 summary.rejected += 1;
-                record("task_error", |r| {
-                    r.str("task", task.name)
-                        .u64("task_index", task.index)
-                        .u64("cpu", cpu as u64)
-                        .fmt(
-                            "message",
-                            format_args!("background on CPU {cpu}, but {e}; not run"),
-                        )
-                });
-                say!("task   {name}: not run in the background on CPU {cpu}: {e}");
+                records::not_run(
+                    task,
+                    Some(cpu),
+                    &alloc::format!("background on CPU {cpu}, but {e}; not run"),
+                );
             }
         }
     }

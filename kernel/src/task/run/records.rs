@@ -164,3 +164,17 @@ impl Running {
         );
     }
 }
+
+/// A payload that does not run: its `task_error` record (with the CPU it was meant for, if
+/// that is why) and its line.
+pub(super) fn not_run(task: Task, cpu: Option<usize>, message: &str) {
+    record("task_error", |r| {
+        let r = r.str("task", task.name).u64("task_index", task.index);
+        let r = match cpu {
+            Some(c) => r.u64("cpu", c as u64),
+            None => r,
+        };
+        r.str("message", message)
+    });
+    say!("task   {}: not run: {message}", task.name);
+}

@@ -497,13 +497,7 @@ impl Running {
         let (plan, space) = match load(task, bytes) {
             Ok(loaded) => loaded,
             Err(e) => {
-                let message = e.message;
-                record("task_error", |r| {
-                    r.str("task", task.name)
-                        .u64("task_index", task.index)
-                        .str("message", &message)
-                });
-                say!("task   {}: not run: {message}", task.name);
+                super::records::not_run(task, None, &e.message);
                 return if e.out_of_memory { ENOMEM } else { ENOENT };
             }
         };
