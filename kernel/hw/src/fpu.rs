@@ -190,7 +190,9 @@ impl VectorState {
     /// next [`load`](Self::load) restores the init state instead of keeping or saving them.
     pub fn reset(&mut self) {
         let me: *mut Area = &mut *self.0;
-        disown(me);
+        // Only this CPU's slot: a task runs on one CPU (a notification's reset is a hot path;
+        // the scan of every CPU's slot is for `drop`).
+        let _ = owner().compare_exchange(me, ptr::null_mut(), Ordering::Relaxed, Ordering::Relaxed);
         let area = &mut self.0.0;
         if mode() == Mode::Xsave {
             area[512..520].fill(0);
