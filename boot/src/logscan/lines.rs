@@ -339,10 +339,17 @@ pub(super) fn items(lines: &[Line], repairs: &mut Repairs) -> Vec<Item> {
             let mut members = logical.members.clone();
             let mut k = i;
             while k + 1 < lines.len() && members.len() < MAX_JOIN && text.len() < MAX_JOINED_BYTES {
-                // The rest of a split record holds no record start of its own.
+                // The rest of a split record holds no record start of its own. A line of noise
+                // alone (NULs, carriage returns: blank once they are removed) between its parts
+                // is passed over: two line breaks with noise between them split it once.
                 let next = &lines[k + 1];
-                if is_blank(&next.text) || find(&next.text, START, 0).is_some() {
+                if find(&next.text, START, 0).is_some() {
                     break;
+                }
+                if is_blank(&next.text) {
+                    members.push((k + 1, text.len()));
+                    k += 1;
+                    continue;
                 }
                 members.push((k + 1, text.len()));
                 text.extend_from_slice(&next.text);

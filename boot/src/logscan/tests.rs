@@ -746,3 +746,22 @@ fn a_stopped_background_task_has_ended_and_a_damaged_stop_is_found() {
         assert!(d.detail.contains(why), "{to}: {}", d.detail);
     }
 }
+
+/// A record split twice, with a line of NULs between its parts (proptest found it: CRLF, NULs,
+/// CRLF inserted into one record): joined again, nothing lost.
+#[test]
+fn a_record_split_around_a_line_of_nuls_is_joined() {
+    let mut m = Mutated::new(SUITE);
+    for n in [
+        Mutation::Crlf(7273692241580852132),
+        Mutation::Nul(1582360346124203279, 3),
+        Mutation::Crlf(0),
+        Mutation::Crlf(0),
+        Mutation::Crlf(1954572890527239284),
+    ] {
+        m.apply(&n);
+    }
+    let scan = read(&m.bytes);
+    assert!(scan.damage.is_empty(), "{:#?}", scan.damage);
+    assert_eq!(scan.runs[0].records, records_of(SUITE));
+}
