@@ -32,6 +32,10 @@ fn main() {
             "BAREMARK_PAYLOAD_HWCOUNT_ELF",
         ),
         (
+            "CARGO_BIN_FILE_BAREMARK_PAYLOAD_RDPMC_threads",
+            "BAREMARK_PAYLOAD_THREADS_ELF",
+        ),
+        (
             "CARGO_BIN_FILE_BAREMARK_PAYLOAD_RDPMC_notify",
             "BAREMARK_PAYLOAD_NOTIFY_ELF",
         ),

@@ -33,6 +33,11 @@ pub static BUILTIN: &[Payload] = &[
         name: "hwcount",
         elf: include_bytes!(env!("BAREMARK_PAYLOAD_HWCOUNT_ELF")),
     },
+    // Test payload: threads on other CPUs sharing the task's memory (payloads/rdpmc/src/threads.rs).
+    Payload {
+        name: "threads",
+        elf: include_bytes!(env!("BAREMARK_PAYLOAD_THREADS_ELF")),
+    },
     // Test payload: overflow thresholds and the notification handler on a PMU.
     Payload {
         name: "notify",

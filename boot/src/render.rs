@@ -919,16 +919,32 @@ pub fn record_lines(r: &Record, vendor: Option<Vendor>) -> Option<String> {
             cpu_note(r)
         ),
         "task_stopped" => format!(
-            "{}{}: stopped{} at the end (a background payload: the others are done) | virtual tsc {} | {} syscalls, {} interrupts",
+            "{}{}: stopped{} at the end ({}) | virtual tsc {} | {} syscalls, {} interrupts",
             label("task"),
             s(r, "task"),
             match r.u64("cpu") {
                 Some(c) => format!(" on cpu {c}"),
                 None => String::new(),
             },
+            if r.str("reason").is_some_and(|m| m.starts_with("thread")) {
+                "a thread its task did not join"
+            } else {
+                "a background payload: the others are done"
+            },
             r.u64("virtual_tsc").unwrap_or(0),
             r.u64("syscalls").unwrap_or(0),
             r.u64("interrupts").unwrap_or(0)
+        ),
+        "thread_start" => format!(
+            "{}{} (#{}): thread {} of #{} on cpu {} | entry {} | stack {}",
+            label("thread"),
+            s(r, "task"),
+            r.u64("task_index").unwrap_or(0),
+            r.u64("thread").unwrap_or(0),
+            r.u64("parent_index").unwrap_or(0),
+            r.u64("cpu").unwrap_or(0),
+            s(r, "entry"),
+            s(r, "stack_top")
         ),
         "task_error" => format!(
             "{}{}: not run: {}",

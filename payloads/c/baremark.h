@@ -35,6 +35,8 @@ enum {
 	BM_NR_COUNTERS_READ_SCALED = 23,
 	BM_NR_SYSTEM_CONFIGURE = 24,
 	BM_NR_SYSTEM_READ = 25,
+	BM_NR_THREAD_START = 26,
+	BM_NR_THREAD_JOIN = 27,
 };
 
 /* counters_configure flag: more GP events than GP counters take turns (time-multiplexed). */
@@ -154,6 +156,35 @@ static inline __attribute__((noreturn)) void bm_exit(int64_t code)
 	bm_syscall3(BM_NR_EXIT, (uint64_t)code, 0, 0);
 	for (;;) /* exit never returns */
 		__asm__ volatile("pause");
+}
+
+/* Threads (docs/syscall-abi.md "Threads"): `fn(arg)` on CPU `cpu` in this task's memory. */
+typedef int64_t (*bm_thread_fn)(uint64_t arg);
+
+/* The thread's first code: RDI = the function, RSI = its argument; its result is the exit code. */
+static __attribute__((noreturn, used)) void bm_thread_trampoline(bm_thread_fn fn, uint64_t arg)
+{
+	bm_exit(fn(arg));
+}
+
+/* thread_start: the thread's id (for bm_thread_join), or an error (negative). */
+static inline int64_t bm_thread_start(uint64_t cpu, bm_thread_fn fn, uint64_t arg)
+{
+	int64_t ret;
+	register uint64_t r10 __asm__("r10") = arg;
+	__asm__ volatile("syscall"
+			 : "=a"(ret)
+			 : "a"((uint64_t)BM_NR_THREAD_START), "D"(cpu),
+			   "S"((uint64_t)(uintptr_t)bm_thread_trampoline), "d"((uint64_t)(uintptr_t)fn),
+			   "r"(r10)
+			 : "rcx", "r11", "memory");
+	return ret;
+}
+
+/* thread_join: the thread's exit code, BM_EABORTED (-7) or BM_ENOENT (-4). */
+static inline int64_t bm_thread_join(uint64_t id)
+{
+	return bm_syscall3(BM_NR_THREAD_JOIN, id, 0, 0);
 }
 
 static inline size_t bm_strlen(const char *s)

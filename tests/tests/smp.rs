@@ -501,3 +501,68 @@ fn emulated_long_region_is_exact_with_a_spinning_neighbour() {
     assert_eq!(noisy.1, noisy.2, "with a neighbour: {noisy:?}");
     assert_eq!(alone, noisy);
 }
+
+/// Threads (`thread_start`, `thread_join`): the `threads` payload on CPU 0 passes a cache line
+/// to its thread on CPU 3 and back, then each counts its own `instructions:u` around the same
+/// loop (exactly equal: each CPU counts its own), the refusals are the documented errors, and a
+/// thread the task does not join is stopped when the task exits (its memory freed after).
+#[test]
+fn emulated_threads_share_memory_and_count_their_own_instructions() {
+    let threads = baremark::payloads::builtin("threads").unwrap().elf.to_vec();
+    let config = RunConfig {
+        timer_checks: false,
+        payloads: vec![("threads".into(), threads)],
+        ..RunConfig::default()
+    };
+    let outcome = boot_emulated_smp(config, PmuModel::IntelV4, 4);
+    expect_success_in(&outcome, "threads: ");
+    let values = baremark_tests::reported_values(&outcome, 0);
+    let num = |k: &str| baremark_tests::num(&values, k);
+    assert_eq!(num("rounds"), 4, "{values:?}");
+    assert_eq!(num("line"), 8, "every round trip arrived: {values:?}");
+    assert_eq!(num("join"), 42, "the thread's exit code: {values:?}");
+    assert_eq!(
+        values.get("join_again").map(String::as_str),
+        Some("-4"),
+        "{values:?}"
+    );
+    let (main, thread) = (num("main_insns"), num("thread_insns"));
+    assert_eq!(
+        main, thread,
+        "the same loop, counted on each CPU: {values:?}"
+    );
+    assert!(
+        (40_000..40_200).contains(&main),
+        "10000 iterations of 4 instructions and the reads: {values:?}"
+    );
+    assert_eq!(values.get("start_self").map(String::as_str), Some("EINVAL"));
+    assert_eq!(values.get("start_none").map(String::as_str), Some("ENODEV"));
+    assert_eq!(values.get("orphan").map(String::as_str), Some("ok"));
+    let starts: Vec<&Record> = records(&outcome, "thread_start").collect();
+    assert_eq!(starts.len(), 2, "{}", outcome.tail_text());
+    assert_eq!(starts[0].u64("cpu"), Some(3));
+    assert_eq!(starts[1].u64("cpu"), Some(2));
+    let partner = starts[0].u64("task_index").unwrap();
+    let exit = records(&outcome, "task_exit")
+        .find(|r| r.u64("task_index") == Some(partner))
+        .expect("the thread's task_exit");
+    assert_eq!(exit.get("code").as_i64(), Some(42));
+    assert_eq!(exit.u64("cpu"), Some(3));
+    let orphan = starts[1].u64("task_index").unwrap();
+    let stopped = records(&outcome, "task_stopped")
+        .find(|r| r.u64("task_index") == Some(orphan))
+        .unwrap_or_else(|| panic!("the orphan thread was not stopped\n{}", outcome.tail_text()));
+    assert!(
+        stopped
+            .str("reason")
+            .is_some_and(|r| r.contains("without joining"))
+    );
+    // Every frame of the task, its threads' stacks and pages included, is free again.
+    let summary = records(&outcome, "summary").next().expect("summary");
+    assert_eq!(
+        summary.get("frames")["before"],
+        summary.get("frames")["after"],
+        "{}",
+        summary.value
+    );
+}

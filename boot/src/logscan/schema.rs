@@ -289,6 +289,19 @@ const FIELDS: &[(&str, &[&str])] = &[
         ],
     ),
     (
+        "thread_start",
+        &[
+            "task",
+            "task_index",
+            "parent_index",
+            "thread",
+            "cpu",
+            "entry",
+            "stack_top",
+            "user_page",
+        ],
+    ),
+    (
         "task_stopped",
         &[
             "task",
@@ -415,6 +428,7 @@ pub(super) const PER_TASK: &[&str] = &[
     "task_stopped",
     "task_error",
     "task_spawn",
+    "thread_start",
 ];
 /// Records of a benchmark.
 pub(super) const HARNESS: &[&str] = &["bench_start", "result", "samples", "metric"];

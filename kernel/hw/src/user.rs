@@ -763,6 +763,15 @@ pub struct AddressSpace {
     /// Unique for the kernel's life: a [`PinnedPage`] is only ever used with the space it came
     /// from, even if a level-4 frame were reused.
     id: u64,
+    /// The tree's owner, shared by every handle ([`AddressSpace::share`]: a task's threads):
+    /// the tree is freed when the last handle is dropped, so no CPU can run on freed tables.
+    tree: alloc::sync::Arc<Tree>,
+}
+
+/// The page-table tree of an address space; freed when the last handle to it goes.
+#[derive(Debug)]
+struct Tree {
+    l4: u64,
 }
 
 /// A page of an address space the kernel writes at every switch (a task's counter page): its
@@ -781,7 +790,23 @@ impl AddressSpace {
         unsafe { paging::copy_kernel_half(l4) }?;
         static NEXT_ID: core::sync::atomic::AtomicU64 = core::sync::atomic::AtomicU64::new(1);
         let id = NEXT_ID.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
-        Ok(AddressSpace { l4, id })
+        Ok(AddressSpace {
+            l4,
+            id,
+            tree: alloc::sync::Arc::new(Tree { l4 }),
+        })
+    }
+
+    /// Another handle to the same address space, for a thread of the task that owns it: the
+    /// same tables, the same pages (memory is shared as it is). The tables are freed when the
+    /// last handle is dropped. Only one handle maps pages at a time (the kernel lets the task
+    /// that started threads map their stacks, before they run, and nobody else).
+    pub fn share(&self) -> AddressSpace {
+        AddressSpace {
+            l4: self.l4,
+            id: self.id,
+            tree: self.tree.clone(),
+        }
     }
 
     /// Pins the mapped user page at `vaddr` (page-aligned) for [`AddressSpace::write_pinned`].
@@ -1039,7 +1064,7 @@ impl AddressSpace {
     }
 }
 
-impl Drop for AddressSpace {
+impl Drop for Tree {
     fn drop(&mut self) {
         // Never the active tables: `run` restores the kernel's CR3 before it returns, so this
         // is only a guard (such a tree would be leaked, not freed).
@@ -1048,9 +1073,10 @@ impl Drop for AddressSpace {
             return;
         }
         // SAFETY: the tree is this address space's alone (`new` made its level-4 table, `map`
-        // every lower-half page and table, with fresh frames), it is not active (checked), and
-        // it is never used again: `&mut self` in `drop`; a `PinnedPage` is usable only with the
-        // space it came from, and `run` enters only the space it is given.
+        // every lower-half page and table, with fresh frames), it is not active on this CPU
+        // (checked) nor on any other (the last handle is gone, and `run` enters only a space
+        // whose handle it is given), and it is never used again: a `PinnedPage` is usable only
+        // with a handle of the space it came from.
         unsafe { paging::free_user_tree(self.l4) };
     }
 }

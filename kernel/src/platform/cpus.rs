@@ -172,6 +172,11 @@ pub fn stop_job(index: usize) {
     smp::wait_job(index);
 }
 
+/// Waits until the background job on CPU `index` (if any) has returned.
+pub fn wait_job(index: usize) {
+    smp::wait_job(index);
+}
+
 /// Whether the kernel asked the background job running on this CPU to stop.
 pub fn stop_requested() -> bool {
     smp::stop_requested()

@@ -34,6 +34,8 @@ pub mod nr {
     pub const COUNTERS_READ_SCALED: u64 = 23;
     pub const SYSTEM_CONFIGURE: u64 = 24;
     pub const SYSTEM_READ: u64 = 25;
+    pub const THREAD_START: u64 = 26;
+    pub const THREAD_JOIN: u64 = 27;
 }
 
 /// `counters_configure` flag (RDX): more GP events than GP counters are time-multiplexed.
@@ -173,6 +175,31 @@ const _: () = assert!(
         && USER_PAGE_ADDR >= STACK_TOP
         && USER_PAGE_ADDR.is_multiple_of(4096)
         && USER_PAGE_ADDR + 4096 <= super::elf::LOWER_HALF_END
+);
+
+/// The most threads one task starts in its life (`thread_start`; slots are not reused).
+pub const THREADS_MAX: u64 = 8;
+/// Thread stacks are this far apart, below the task's own stack: thread `k` (1..=8) has its
+/// stack top at `STACK_TOP - k * THREAD_STACK_STRIDE`, so `(STACK_TOP - rsp) /
+/// THREAD_STACK_STRIDE` is the thread's slot (0: the task itself), which the SDK uses to keep
+/// each thread's counter page apart.
+pub const THREAD_STACK_STRIDE: u64 = 0x10_0000;
+
+/// The stack top of thread `k` (1..=[`THREADS_MAX`]).
+pub const fn thread_stack_top(k: u64) -> u64 {
+    STACK_TOP - k * THREAD_STACK_STRIDE
+}
+
+/// Where thread `k`'s counter page is mapped (its `user_page` returns it).
+pub const fn thread_page_addr(k: u64) -> u64 {
+    USER_PAGE_ADDR + k * 4096
+}
+
+const _: () = assert!(
+    thread_stack_top(THREADS_MAX) - (STACK_PAGES + 1) * 4096
+        >= super::elf::Limits::DEFAULT_USER_END
+        && STACK_PAGES * 4096 < THREAD_STACK_STRIDE
+        && thread_page_addr(THREADS_MAX) + 4096 <= super::elf::LOWER_HALF_END
 );
 
 /// The RDPMC index (ECX) the kernel's RDPMC emulation answers with the task's virtual TSC.

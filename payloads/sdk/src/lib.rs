@@ -53,6 +53,8 @@ pub mod nr {
     pub const COUNTERS_READ_SCALED: u64 = 23;
     pub const SYSTEM_CONFIGURE: u64 = 24;
     pub const SYSTEM_READ: u64 = 25;
+    pub const THREAD_START: u64 = 26;
+    pub const THREAD_JOIN: u64 = 27;
 }
 
 /// `counters_configure` flag: more GP events than GP counters take turns on the counters
@@ -216,6 +218,8 @@ pub enum ReportFmtError {
 pub mod bench;
 #[cfg(target_os = "none")]
 mod sys;
+#[cfg(target_os = "none")]
+pub mod thread;
 #[cfg(target_os = "none")]
 pub use sys::*;
 

@@ -89,6 +89,7 @@ mod schedule;
 mod step;
 mod syscalls;
 mod system;
+mod threads;
 
 use load::load;
 use page::PageState;
@@ -346,7 +347,14 @@ enum Ended {
 
 /// A task being run: its address space, registers, virtual counters and counter page.
 struct Running {
+    /// Its threads (`thread_start`), stopped and waited for before anything else of the task
+    /// is dropped (first field: fields drop in order).
+    threads: threads::Threads,
     task: Task,
+    /// Where its counter page is mapped: `USER_PAGE_ADDR`, or a thread's own.
+    page_addr: u64,
+    /// 0 for a task; `k` for its thread `k` (which starts no threads and spawns no tasks).
+    thread_slot: u64,
     /// The CPU it runs on, from start to end (run.cfg `pin`; its spawned tasks inherit it).
     cpu: usize,
     space: AddressSpace,
@@ -496,12 +504,28 @@ impl Drop for Running {
 
 impl Running {
     fn new(task: Task, space: AddressSpace, entry: u64, tsc_hz: Option<u64>) -> Running {
-        let ctx = UserContext::new(&space, entry, STACK_TOP);
-        let page_pin = space.pin(USER_PAGE_ADDR).ok();
+        Running::new_at(task, space, entry, STACK_TOP, USER_PAGE_ADDR, tsc_hz)
+    }
+
+    /// A task or thread entering at `entry` with its stack at `stack_top` and its counter page
+    /// at `page_addr` (both mapped in `space`).
+    fn new_at(
+        task: Task,
+        space: AddressSpace,
+        entry: u64,
+        stack_top: u64,
+        page_addr: u64,
+        tsc_hz: Option<u64>,
+    ) -> Running {
+        let ctx = UserContext::new(&space, entry, stack_top);
+        let page_pin = space.pin(page_addr).ok();
         let mut vc = VirtualCounters::new();
         let _ = vc.configure(&[]);
         Running {
+            threads: threads::Threads::default(),
             task,
+            page_addr,
+            thread_slot: 0,
             cpu: cpus::current(),
             space,
             ctx,

@@ -3,7 +3,6 @@
 
 use baremark_hw::user;
 
-use super::super::abi::USER_PAGE_ADDR;
 use super::Running;
 
 /// What the counter page's slots depend on: when it changes, the page is written whole.
@@ -33,7 +32,7 @@ impl Running {
                 });
             }
             _ => {
-                let _ = self.space.write(USER_PAGE_ADDR, &self.page.to_bytes());
+                let _ = self.space.write(self.page_addr, &self.page.to_bytes());
                 self.page_whole = Some(generation);
             }
         }

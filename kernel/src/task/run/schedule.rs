@@ -387,7 +387,7 @@ impl Running {
     /// multiplexing no timer is armed.
     /// The caller keeps interrupts off in the kernel, so the timer is only taken in ring 3.
     /// Returns `None` when the task waits for a child. Interrupts must be off.
-    fn run_watched(&mut self, budget: Option<Budget>) -> Option<Ended> {
+    pub(super) fn run_watched(&mut self, budget: Option<Budget>) -> Option<Ended> {
         loop {
             if cpus::stop_requested() {
                 self.report_stopped();
@@ -459,17 +459,22 @@ impl Running {
     fn report_stopped(&self) {
         let task = self.task;
         let vtsc = self.vc.values().tsc;
+        let reason = if self.thread_slot != 0 {
+            "thread: its task ended without joining it"
+        } else {
+            "background payload: the other payloads are done"
+        };
         record("task_stopped", |r| {
             r.str("task", task.name)
                 .u64("task_index", task.index)
                 .u64("cpu", cpus::current() as u64)
-                .str("reason", "background payload: the other payloads are done")
+                .str("reason", reason)
                 .u64("virtual_tsc", vtsc)
                 .u64("syscalls", self.syscalls)
                 .u64("interrupts", self.interrupts)
         });
         say!(
-            "task   {}: stopped on cpu {} (background; the other payloads are done) | virtual tsc {vtsc}",
+            "task   {}: stopped on cpu {} ({reason}) | virtual tsc {vtsc}",
             task.name,
             cpus::current()
         );

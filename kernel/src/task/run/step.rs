@@ -4,7 +4,6 @@
 use baremark_hw::cpu as hwcpu;
 use baremark_hw::user::{self, Exit};
 
-use super::super::abi::USER_PAGE_ADDR;
 use super::super::ring3::{self, report_fault};
 use super::super::user_page;
 use super::syscalls::Served;
@@ -152,7 +151,7 @@ impl Running {
             self.ctx.rip,
             self.slot_window,
             self.ctx.rdi,
-            USER_PAGE_ADDR,
+            self.page_addr,
             &self.page,
         ) {
             (self.ctx.rsi, self.ctx.r8, self.ctx.rcx) = (base, start, ecx);

@@ -12,7 +12,7 @@ use baremark_hw::cpu as hwcpu;
 
 use super::super::abi::{
     CONFIGURE_MULTIPLEX, EABORTED, EBUSY, ECOUNTERS, EFAULT, EINVAL, ELIMIT, ENOENT, ENOMEM,
-    ENOSPC, ENOSYS, NAME_MAX, REPORT_MAX, SPAWN_ADD_CHILD, USER_PAGE_ADDR, VIRTUAL_TSC_INDEX, nr,
+    ENOSPC, ENOSYS, EPERM, NAME_MAX, REPORT_MAX, SPAWN_ADD_CHILD, VIRTUAL_TSC_INDEX, nr,
     spawn_limit,
 };
 use super::super::hwslots;
@@ -153,7 +153,9 @@ impl Running {
                 served = Served::Yield;
                 0
             }
-            nr::USER_PAGE => USER_PAGE_ADDR as i64,
+            nr::USER_PAGE => self.page_addr as i64,
+            nr::THREAD_START => self.thread_start(a, b, self.ctx.rdx, self.ctx.r10),
+            nr::THREAD_JOIN => self.thread_join(a),
             nr::READ_WINDOW => self.set_read_window(a, b, self.ctx.rdx, self.ctx.r10),
             nr::BENCH_PLAN => self.bench_plan(a, b),
             nr::BENCH_BEGIN => self.bench_begin(a, b, self.ctx.rdx, self.ctx.r10),
@@ -169,6 +171,8 @@ impl Running {
                 Ok(()) => self.bench_end(),
                 Err(e) => e,
             },
+            // A thread spawns no tasks (its task does; docs/syscall-abi.md "Threads").
+            nr::SPAWN if self.thread_slot != 0 => EPERM,
             nr::SPAWN => self.spawn(a, b, self.ctx.rdx, self.ctx.r10),
             nr::ARGS => self.args(a, b),
             nr::WAIT => match self.wait(a) {
