@@ -446,7 +446,7 @@ impl Running {
     /// of its time in ring 3 and of the kernel's time serving it, each budgeted on its own. A
     /// task that keeps the kernel busy (a flood of syscalls, each cheap in ring 3 and expensive
     /// in the kernel: zoo-syscall-flood) is stopped too, not only one that runs long.
-    fn remaining_budget(&self) -> Option<u64> {
+    pub(super) fn remaining_budget(&self) -> Option<u64> {
         self.budget.map(|b| {
             let tsc = b.tsc();
             tsc.saturating_sub(self.run_tsc)

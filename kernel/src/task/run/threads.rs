@@ -148,21 +148,34 @@ impl Running {
     /// `EABORTED` (it faulted or was killed), or `ENOENT` (not a thread of this task, or
     /// joined already).
     pub(super) fn thread_join(&mut self, id: u64) -> i64 {
-        let Some(t) = self
+        let Some(index) = self
             .threads
             .list
-            .iter_mut()
-            .find(|t| t.id == id && !t.joined)
+            .iter()
+            .position(|t| t.id == id && !t.joined)
         else {
             return ENOENT;
         };
-        // This CPU waits in the kernel (interrupts off); the thread's CPU runs on.
+        // This CPU waits in the kernel (interrupts off); the thread's CPU runs on. The wait is
+        // bounded by what is left of the task's budget (its watchdog cannot fire meanwhile): a
+        // thread still running then is stopped, and the join says it was aborted.
+        let start = baremark_hw::cpu::rdtsc();
+        let limit = self.remaining_budget();
+        let t = &mut self.threads.list[index];
         while !t.outcome.done.load(Ordering::Acquire) {
+            if limit.is_some_and(|l| baremark_hw::cpu::rdtsc().wrapping_sub(start) > l) {
+                cpus::stop_job(t.cpu);
+                break;
+            }
             core::hint::spin_loop();
         }
         // Its CPU is free again once the job has returned (it drops the thread first).
         cpus::wait_job(t.cpu);
         t.joined = true;
-        t.outcome.code.load(Ordering::Relaxed)
+        if t.outcome.done.load(Ordering::Acquire) {
+            t.outcome.code.load(Ordering::Relaxed)
+        } else {
+            EABORTED
+        }
     }
 }
