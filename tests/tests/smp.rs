@@ -575,3 +575,29 @@ fn emulated_threads_share_memory_and_count_their_own_instructions() {
         summary.value
     );
 }
+
+/// A join of a thread that never ends waits at most what is left of the task's budget: the
+/// kernel stops the thread and the join returns EABORTED; the run goes on.
+#[test]
+fn emulated_join_of_a_thread_that_never_ends_is_bounded_by_the_budget() {
+    let threads = baremark::payloads::builtin("threads").unwrap().elf.to_vec();
+    let config = RunConfig {
+        timer_checks: false,
+        task_budget_ms: Some(200),
+        payloads: vec![("threads".into(), threads)],
+        extra_members: vec![("args/threads".into(), b"join-forever".to_vec())],
+        ..RunConfig::default()
+    };
+    let outcome = boot_emulated_smp(config, PmuModel::IntelV4, 4);
+    expect_success_in(&outcome, "join forever: ");
+    let values = baremark_tests::reported_values(&outcome, 0);
+    assert_eq!(
+        values.get("join_forever").map(String::as_str),
+        Some("-7"),
+        "{values:?}"
+    );
+    let stopped = records(&outcome, "task_stopped")
+        .next()
+        .unwrap_or_else(|| panic!("the thread was not stopped\n{}", outcome.tail_text()));
+    assert_eq!(stopped.u64("cpu"), Some(2), "{}", stopped.value);
+}

@@ -5,6 +5,8 @@
 //! `main_insns` and `thread_insns` must be equal and exact. Then the refusals (`start_self`:
 //! the caller's own CPU, `start_none`: a CPU that is not online), and last a thread on CPU 2
 //! that never ends, which the task does not join: the kernel stops it when the task exits.
+//! With the argument `join-forever` it only joins a thread that never ends (`join_forever`: the
+//! kernel stops the thread when the task's budget runs out and the join returns EABORTED, -7).
 #![cfg_attr(target_os = "none", no_std, no_main)]
 
 #[cfg(target_os = "none")]
@@ -93,6 +95,19 @@ mod body {
 
     pub fn run() -> i64 {
         let mut buf = Buf::<1024>::new();
+        // `--args threads=join-forever`: join a thread that never ends; the kernel bounds the
+        // wait by the task's budget, stops the thread and says it was aborted.
+        let mut arg = [0u8; 32];
+        let n = baremark_sdk::args(&mut arg).unwrap_or(0).min(arg.len());
+        if &arg[..n] == b"join-forever" {
+            let joined = match thread::start(ORPHAN, forever, 0) {
+                Ok(id) => thread::join(id),
+                Err(_) => 1,
+            };
+            let _ = write!(buf, "join_forever={joined}");
+            let _ = baremark_sdk::report(buf.as_str());
+            return 0;
+        }
         let id = match thread::start(PARTNER, partner, 0) {
             Ok(id) => id,
             Err(e) => {

@@ -382,6 +382,9 @@ struct Running {
     /// TSC ticks the kernel spent serving the task's syscalls and exceptions (from the entry
     /// assembly's reading to the end of the service): the watchdog budgets it too, separately.
     service_tsc: u64,
+    /// TSC ticks of its last syscall spent waiting for what it asked (`thread_join`), taken
+    /// off its service time.
+    waited_tsc: u64,
     /// Started by `spawn` (counted in [`SPAWNED_LIVE`] until dropped).
     spawned: bool,
     /// The family it belongs to: the ramdisk payload it descends from and what its tasks share
@@ -541,6 +544,7 @@ impl Running {
             counting: true,
             run_tsc: 0,
             service_tsc: 0,
+            waited_tsc: 0,
             ramdisk: &[],
             parent: None,
             add_to_parent: false,

@@ -460,7 +460,7 @@ impl Running {
         let task = self.task;
         let vtsc = self.vc.values().tsc;
         let reason = if self.thread_slot != 0 {
-            "thread: its task ended without joining it"
+            "thread: its task ended without joining it, or its join ran out of the task's budget"
         } else {
             "background payload: the other payloads are done"
         };

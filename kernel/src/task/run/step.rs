@@ -101,6 +101,8 @@ impl Running {
     /// emulated instruction), from the entry assembly's TSC reading to now.
     fn add_service(&mut self) {
         let served = hwcpu::rdtsc().wrapping_sub(self.ctx.left_tsc());
+        // Time the task waited for its own request (a join) is not the kernel serving it.
+        let served = served.saturating_sub(core::mem::take(&mut self.waited_tsc));
         self.service_tsc = self.service_tsc.saturating_add(served);
     }
 

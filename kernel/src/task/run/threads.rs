@@ -171,6 +171,8 @@ impl Running {
         }
         // Its CPU is free again once the job has returned (it drops the thread first).
         cpus::wait_job(t.cpu);
+        self.waited_tsc = baremark_hw::cpu::rdtsc().wrapping_sub(start);
+        let t = &mut self.threads.list[index];
         t.joined = true;
         if t.outcome.done.load(Ordering::Acquire) {
             t.outcome.code.load(Ordering::Relaxed)
