@@ -35,7 +35,8 @@
 //! | `mmio`    | device registers: a PCI BAR mapped uncached, volatile accessors by offset |
 //! | `dma`     | DMA buffers: contiguous, zeroed, with their physical address              |
 //!
-//! To find every MSR write: search for `wrmsr` (only `msr.rs` has the instruction).
+//! To find every MSR write: search for `wrmsr` (`msr.rs`, and the other CPUs' start-up code in
+//! `smp.rs`, which sets EFER before paging, where no Rust runs).
 //! To find every kernel entry from ring 3: search for `KERNEL ENTRY` (the trap stubs in `trap.rs`,
 //! the SYSCALL entry in `user.rs`).
 //!

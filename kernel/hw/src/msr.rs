@@ -1,5 +1,6 @@
 //! The door to model-specific registers: every RDMSR and WRMSR the kernel executes is in this
-//! file (search for `wrmsr`).
+//! file (search for `wrmsr`), but for EFER in the other CPUs' start-up code (`smp.rs`), which
+//! runs before paging.
 //!
 //! Every access is #GP-safe (RDPMC is here too, and also #UD-safe). The instructions sit in two small assembly routines whose
 //! faulting instruction has an entry in an exception table: when the CPU (or a hypervisor that

@@ -143,8 +143,20 @@ pub fn set_pmi_hook(hook: PmiHook) {
     PMI_HOOK.call_once(|| hook);
 }
 
-/// Discovers the PMU, puts the chosen backend in a known state, and programs LVTPC.
+/// Discovers the boot CPU's PMU, puts the chosen backend in a known state, programs LVTPC, and
+/// sets the MSR door's limits to the counters found.
 pub fn init(cpu: &CpuInfo) -> Discovery {
+    bring_up(cpu, true)
+}
+
+/// The same for the executing CPU (another CPU, at its start: a hybrid part's cores differ),
+/// which keeps the MSR door's limits the boot CPU's.
+pub fn init_here(cpu: &CpuInfo) {
+    bring_up(cpu, false);
+}
+
+/// Discovery, the backend's reset (the TSC alone if it fails), LVTPC, and this CPU's PMU slot.
+fn bring_up(cpu: &CpuInfo, sets_limits: bool) -> Discovery {
     let vendor = Vendor::from_cpuid_name(cpu.vendor.as_str());
     let model = vendor.map(|v| discovery::cpu_model(v, cpu.family, cpu.model, cpu.stepping));
     let reader = CpuIdReaderNative;
@@ -157,7 +169,9 @@ pub fn init(cpu: &CpuInfo) -> Discovery {
         BackendChoice::TscOnly => Box::new(TscOnlyPmu::new(vendor.unwrap_or(Vendor::Intel), model)),
     };
     // The MSR door lets writes reach the counters found, no others (before the reset writes).
-    hwmsr::set_pmu_limits(limits_of(&d));
+    if sets_limits {
+        hwmsr::set_pmu_limits(limits_of(&d));
+    }
     if let Err(e) = backend.reset(&mut msr) {
         d.reason = alloc::format!(
             "{}; but resetting the counters failed ({e}): falling back to the TSC",
@@ -166,7 +180,9 @@ pub fn init(cpu: &CpuInfo) -> Discovery {
         d.choice = BackendChoice::TscOnly;
         d.caps = events::pmu::PmuCaps::tsc_only(vendor.unwrap_or(Vendor::Intel), model);
         backend = Box::new(TscOnlyPmu::new(vendor.unwrap_or(Vendor::Intel), model));
-        hwmsr::set_pmu_limits(hwmsr::PmuLimits::NONE);
+        if sets_limits {
+            hwmsr::set_pmu_limits(hwmsr::PmuLimits::NONE);
+        }
     }
     // The PMI stays masked without counters; otherwise it is armed on its vector (counters only
     // interrupt when a period was armed with INT).
@@ -181,47 +197,6 @@ pub fn init(cpu: &CpuInfo) -> Discovery {
         discovery: d.clone(),
     });
     d
-}
-
-/// Discovers the executing CPU's own PMU (another CPU, at its start: a hybrid part's cores
-/// differ), puts its backend in a known state and arms its LVTPC as [`init`] does. The MSR
-/// door's limits stay the boot CPU's. Returns what discovery chose.
-pub fn init_here(cpu: &CpuInfo) -> BackendChoice {
-    let vendor = Vendor::from_cpuid_name(cpu.vendor.as_str());
-    let model = vendor.map(|v| discovery::cpu_model(v, cpu.family, cpu.model, cpu.stepping));
-    let reader = CpuIdReaderNative;
-    let cpuid = |leaf: u32, sub: u32| raw_cpuid_subleaf(&reader, leaf, sub);
-    let mut msr = HwMsr;
-    let d = discovery::discover(&cpuid, &mut msr, model);
-    let mut backend: Box<dyn PmuBackend + Send> = match d.choice {
-        BackendChoice::IntelArch => Box::new(IntelArchPmu::new(d.caps)),
-        BackendChoice::Amd => Box::new(AmdPmu::new(d.caps)),
-        BackendChoice::TscOnly => Box::new(TscOnlyPmu::new(vendor.unwrap_or(Vendor::Intel), model)),
-    };
-    let mut choice = d.choice;
-    if backend.reset(&mut msr).is_err() {
-        choice = BackendChoice::TscOnly;
-        backend = Box::new(TscOnlyPmu::new(vendor.unwrap_or(Vendor::Intel), model));
-    }
-    apic::set_lvt_perf(
-        PmiDelivery::Vector(PMI_VECTOR),
-        choice == BackendChoice::TscOnly,
-    );
-    let emulated = cpu.hypervisor_name == Some("tcg") && choice != BackendChoice::TscOnly;
-    *this_pmu().lock() = Some(Pmu {
-        backend,
-        emulated,
-        discovery: d,
-    });
-    choice
-}
-
-/// Arms the executing CPU's LVTPC as `init` armed the boot CPU's (another CPU, at its start):
-/// on the PMI vector, masked when there are no counters.
-pub fn arm_pmi_here() {
-    let tsc_only =
-        with_pmu(|pmu, _| pmu.discovery.choice == BackendChoice::TscOnly).unwrap_or(true);
-    apic::set_lvt_perf(PmiDelivery::Vector(PMI_VECTOR), tsc_only);
 }
 
 /// The capabilities of CPU `index`'s PMU (`None` before its discovery).

@@ -1,4 +1,4 @@
-//! What the counter test payloads (`notify`, `mux`, `sysmode`) share.
+//! What the counter test payloads (`notify`, `mux`, `sysmode`, `threads`) share.
 
 /// `n` iterations of `nop; nop; dec; jnz`: exactly 4 instructions and 1 branch each. Not
 /// inlined: one address range (the notification test checks RIPs against it) and the same

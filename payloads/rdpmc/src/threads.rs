@@ -10,6 +10,9 @@
 #![cfg_attr(target_os = "none", no_std, no_main)]
 
 #[cfg(target_os = "none")]
+mod common;
+
+#[cfg(target_os = "none")]
 baremark_sdk::entry!(body::run);
 
 #[cfg(target_os = "none")]
@@ -18,6 +21,8 @@ mod body {
     use core::sync::atomic::{AtomicU64, Ordering};
 
     use baremark_sdk::{Buf, Error, thread};
+
+    use crate::common::spin;
 
     /// `instructions:u`: event 0xC0 (Intel and AMD) with USR.
     const INSTRUCTIONS_USR: u64 = 0xc0 | (1 << 16);
@@ -34,19 +39,6 @@ mod body {
     static LINE: AtomicU64 = AtomicU64::new(0);
     /// What the thread counted.
     static THREAD_INSNS: AtomicU64 = AtomicU64::new(0);
-
-    /// `n` iterations of `nop; nop; dec; jnz`.
-    #[inline(always)]
-    fn spin(n: u64) {
-        // SAFETY: a register-only loop: no memory, no stack, only the counter register clobbered.
-        unsafe {
-            core::arch::asm!(
-                "2:", "nop", "nop", "dec {n}", "jnz 2b",
-                n = inout(reg) n => _,
-                options(nomem, nostack),
-            );
-        }
-    }
 
     /// `instructions:u` around [`spin`]`(N)`, by `counters_read` (the caller's own counters).
     #[inline(never)]

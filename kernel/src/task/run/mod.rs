@@ -151,14 +151,8 @@ pub fn run_payloads(
     // run.cfg `background`: those payloads start first, each on its CPU, and run while the
     // others do; they are stopped when the others are done.
     let background = start_background(ramdisk, tsc_hz, plans, &mut summary);
-    // A damaged archive was already reported by the configuration reader: use what came before.
-    let mut index = 0;
-    for entry in crate::devices::ramdisk::entries(ramdisk).map_while(Result::ok) {
-        let Some(name) = super::abi::payload_name(entry.prefix, entry.name) else {
-            continue;
-        };
-        let task = Task { name, index };
-        index += 1;
+    for (task, data) in payloads(ramdisk) {
+        let name = task.name;
         if policy::background_cpu(name).is_some() {
             continue;
         }
@@ -170,7 +164,7 @@ pub fn run_payloads(
         let mut ran = false;
         let mut payload = |summary: &mut Summary, ready: &mut Vec<Running>| {
             ran = true;
-            let loaded = start_payload(task, entry.data, tsc_hz, cpu, ramdisk, harness, summary);
+            let loaded = start_payload(task, data, tsc_hz, cpu, ramdisk, harness, summary);
             let Some(mut t) = loaded else {
                 return;
             };
@@ -257,6 +251,24 @@ pub fn run_payloads(
     summary
 }
 
+/// The ramdisk's payloads in archive order, each with its `task_index` and ELF. A damaged
+/// archive was already reported by the configuration reader: what came before it is used.
+fn payloads(ramdisk: &'static [u8]) -> impl Iterator<Item = (Task, &'static [u8])> {
+    crate::devices::ramdisk::entries(ramdisk)
+        .map_while(Result::ok)
+        .filter_map(|e| super::abi::payload_name(e.prefix, e.name).map(|name| (name, e.data)))
+        .enumerate()
+        .map(|(index, (name, data))| {
+            (
+                Task {
+                    name,
+                    index: index as u64,
+                },
+                data,
+            )
+        })
+}
+
 /// Loads payload `task` from its ELF `data` and makes it a task on `cpu` (its `task_start`
 /// record), with the ramdisk and the harness plan; `None` if it cannot be loaded (its
 /// `task_error` record, counted as rejected).
@@ -299,18 +311,11 @@ fn start_background(
     summary: &mut Summary,
 ) -> Vec<usize> {
     let mut started = Vec::new();
-    let mut index = 0;
-    for entry in crate::devices::ramdisk::entries(ramdisk).map_while(Result::ok) {
-        let Some(name) = super::abi::payload_name(entry.prefix, entry.name) else {
-            continue;
-        };
-        let task = Task { name, index };
-        index += 1;
-        let Some(cpu) = policy::background_cpu(name) else {
+    for (task, data) in payloads(ramdisk) {
+        let Some(cpu) = policy::background_cpu(task.name) else {
             continue;
         };
         summary.payloads += 1;
-        let data = entry.data;
         let harness = plans.for_cpu(cpu);
         let job = move || {
             let mut s = Summary::default();
