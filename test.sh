@@ -11,7 +11,7 @@ baremark_build
 baremark_say "lint: rustfmt"
 cargo fmt --all -- --check
 baremark_say "lint: clippy (bare-metal kernel crates)"
-cargo clippy --quiet -p baremark-kernel -p baremark-hw -p baremark-screen -p events -p baremark-sdk -p baremark-payload-hello -p baremark-payload-loop -p baremark-payload-rdpmc -p baremark-payload-spin -p baremark-payload-spawn -p baremark-payload-suite -p baremark-payload-zoo -p baremark-payload-example -p baremark-payload-asm -p baremark-payload-fuzz -p baremark-payload-profile \
+cargo clippy --quiet -p baremark-kernel -p baremark-hw -p baremark-screen -p events -p baremark-sdk -p baremark-payload-hello -p baremark-payload-loop -p baremark-payload-rdpmc -p baremark-payload-spin -p baremark-payload-spawn -p baremark-payload-suite -p baremark-payload-zoo -p baremark-payload-example -p baremark-payload-asm -p baremark-payload-fuzz -p baremark-payload-profile -p baremark-payload-cores \
     --no-default-features --target x86_64-unknown-none -- -D warnings
 baremark_say "lint: clippy (host crates and tests)"
 cargo clippy --quiet --workspace --all-targets -- -D warnings

@@ -48,6 +48,14 @@ fn main() {
             "BAREMARK_PAYLOAD_SYSMODE_ELF",
         ),
         (
+            "CARGO_BIN_FILE_BAREMARK_PAYLOAD_CORES_c2c",
+            "BAREMARK_PAYLOAD_C2C_ELF",
+        ),
+        (
+            "CARGO_BIN_FILE_BAREMARK_PAYLOAD_CORES_bandwidth",
+            "BAREMARK_PAYLOAD_BANDWIDTH_ELF",
+        ),
+        (
             "CARGO_BIN_FILE_BAREMARK_PAYLOAD_SPIN_spin",
             "BAREMARK_PAYLOAD_SPIN_ELF",
         ),

@@ -15,6 +15,7 @@
 //! | `image`         | ramdisk (run configuration), BIOS/UEFI/USB images |
 //! | `stick`         | the results file on a USB stick |
 //! | `fat`           | the FAT partition of a BIOS disk image |
+//! | `cores`         | core-to-core latency, bandwidth: tables, SVG |
 //! | `output`        | the end of run/report/count: table, files |
 //! | `diff`          | `baremark diff`: two runs compared |
 //! | `render`        | the human-readable report |
@@ -31,6 +32,7 @@
 
 pub mod asm;
 pub mod content;
+pub mod cores;
 pub mod diff;
 pub mod events_cli;
 mod fat;

@@ -55,6 +55,10 @@ enum Command {
     /// copied --unroll times, assembled on the host (GNU as), run as a ring-3 payload, and
     /// reported per copy with the fixed cost removed as (2U copies) - (U copies).
     Asm(AsmArgs),
+    /// Core-to-core latency: how long a cache line takes between every ordered pair of CPUs
+    /// (compare-and-swap ping-pong, and one writer / one reader), with each side's counters;
+    /// a matrix, a heatmap SVG, JSON and CSV (docs/cores.md).
+    C2c(C2cArgs),
     /// Write bootable disk images (e.g. to `dd` onto a USB stick).
     Image(ImageArgs),
     /// Render the report, the results table and the files from a saved serial log (`run
@@ -247,6 +251,21 @@ struct RunArgs {
 }
 
 #[derive(clap::Args)]
+#[command(after_help = "Examples:
+  baremark c2c --smp 4 --pmu emulated                  (every pair of 4 CPUs, emulated PMU)
+  baremark c2c --smp 8 --cpus 0-3 --svg c2c.svg --json c2c.json
+  baremark c2c --from-log serial.log --svg c2c.svg     (a run from real hardware)")]
+struct C2cArgs {
+    #[command(flatten)]
+    qemu: QemuArgs,
+    #[command(flatten)]
+    opts: baremark::cores::cli::C2cOptions,
+    /// Also print the kernel's records as they arrive.
+    #[arg(long)]
+    verbose: bool,
+}
+
+#[derive(clap::Args)]
 struct CountArgs {
     /// The payload: an ELF file (a path, or a name ending in .elf) or a built-in payload's name;
     /// `@CPU` at the end (digits only) runs it on that CPU, like --on-cpu: `add-latency@3`.
@@ -391,6 +410,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Run(args) => run(args),
         Command::Count(args) => count(args),
+        Command::C2c(args) => c2c(args),
         Command::Asm(args) => asm(args),
         Command::Image(args) => write_images(args).map(|()| ExitCode::SUCCESS),
         Command::Report {
@@ -525,6 +545,14 @@ fn boot_live(
 /// The shared end of `run` and `report`: the results table (when the records hold results),
 /// the perf-format lines and the files asked for.
 fn finish_results(records: &[Record], output: &OutputArgs) -> Result<()> {
+    // A core-to-core run (`--builtin c2c`) shows its matrix (`baremark c2c` writes its files).
+    match baremark::cores::c2c::C2c::from_records(records) {
+        Ok(Some(run)) => {
+            let _ = writeln!(output.human(), "\n{}", run.table().trim_end());
+        }
+        Ok(None) => {}
+        Err(e) => note(&[format!("c2c: {e:#}")]),
+    }
     let res = match output::results(records) {
         Some(res) => {
             let table = table::render(&res, output.detail);
@@ -537,6 +565,91 @@ fn finish_results(records: &[Record], output: &OutputArgs) -> Result<()> {
     output::print_perf(&res, output);
     note(&output::write_files(&res, output)?);
     Ok(())
+}
+
+/// `c2c` and `bandwidth`: the records of the built-in payload `name` run with argument text
+/// `text` (every CPU of `--smp` started; no task budget, `--timeout` bounds the run), or of a
+/// saved log; after a boot also its outcome lines and exit status.
+fn cross_core_records(
+    qemu: QemuArgs,
+    name: &str,
+    text: String,
+    from_log: Option<&Path>,
+    verbose: bool,
+) -> Result<(Vec<Record>, Option<(String, ExitCode)>)> {
+    if let Some(log) = from_log {
+        let input = baremark::stick::read_input(log)?;
+        note(&input.notes);
+        let text = String::from_utf8_lossy(&input.stream);
+        return Ok((records::records_of_log(&text), None));
+    }
+    let p = baremark::payloads::builtin(name).context("the built-in payload is missing")?;
+    let config = RunConfig {
+        on_end: OnEnd::QemuExit,
+        payloads: vec![(name.to_string(), p.elf.to_vec())],
+        extra_members: vec![(format!("args/{name}"), text.into_bytes())],
+        task_budget_ms: Some(0),
+        ..RunConfig::default()
+    };
+    let (request, reason) = prepare_boot(qemu, config)?;
+    let outcome = boot_live(&request, verbose, verbose, &mut std::io::stderr())?;
+    let lines = session::outcome_lines(&outcome, &reason);
+    let code = verdict_code(&outcome);
+    Ok((outcome.records, Some((lines, code))))
+}
+
+fn c2c(args: C2cArgs) -> Result<ExitCode> {
+    use baremark::cores::{c2c::C2c, cli};
+    let text = args.opts.payload_args(args.qemu.smp)?;
+    let files = &args.opts.files;
+    let (records, outcome) = cross_core_records(
+        args.qemu,
+        "c2c",
+        text,
+        files.from_log.as_deref(),
+        args.verbose,
+    )?;
+    let Some(run) = C2c::from_records(&records)? else {
+        if let Some((lines, code)) = outcome {
+            println!("{lines}");
+            eprintln!("baremark: the c2c payload reported nothing (see the records: --verbose)");
+            return Ok(code);
+        }
+        bail!("the log holds no c2c run (no c2c_setup report)");
+    };
+    println!("{}", run.table().trim_end());
+    let several = run.setup.variants.len() > 1;
+    let mut wrote = Vec::new();
+    if let Some(svg) = &files.svg {
+        for v in &run.setup.variants {
+            wrote.push(cli::write_file(
+                &cli::variant_path(svg, v, several),
+                &run.heatmap(v),
+            )?);
+        }
+    }
+    if let Some(path) = &files.json {
+        wrote.push(cli::write_file(
+            path,
+            &serde_json::to_string_pretty(&run.json())?,
+        )?);
+    }
+    if let Some(path) = &files.csv {
+        wrote.push(cli::write_file(path, &run.csv())?);
+    }
+    note(&wrote);
+    let complete = run.done && run.missing().is_empty();
+    match outcome {
+        Some((lines, code)) => {
+            println!("{lines}");
+            Ok(if complete {
+                code
+            } else {
+                ExitCode::from(EXIT_KERNEL_FAILURE)
+            })
+        }
+        None => Ok(ExitCode::from(if complete { 0 } else { EXIT_DAMAGED })),
+    }
 }
 
 fn verdict_code(outcome: &RunOutcome) -> ExitCode {

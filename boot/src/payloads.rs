@@ -53,6 +53,17 @@ pub static BUILTIN: &[Payload] = &[
         name: "sysmode",
         elf: include_bytes!(env!("BAREMARK_PAYLOAD_SYSMODE_ELF")),
     },
+    // Core-to-core latency: every ordered pair of CPUs, CAS and one-writer-one-reader
+    // (payloads/cores, docs/cores.md; `baremark c2c`).
+    Payload {
+        name: "c2c",
+        elf: include_bytes!(env!("BAREMARK_PAYLOAD_C2C_ELF")),
+    },
+    // Bandwidth on 1..N cores started together, and loaded latency (`baremark bandwidth`).
+    Payload {
+        name: "bandwidth",
+        elf: include_bytes!(env!("BAREMARK_PAYLOAD_BANDWIDTH_ELF")),
+    },
     // Test payload: loops forever without a system call (only the watchdog ends it).
     Payload {
         name: "spin",

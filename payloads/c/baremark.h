@@ -37,6 +37,7 @@ enum {
 	BM_NR_SYSTEM_READ = 25,
 	BM_NR_THREAD_START = 26,
 	BM_NR_THREAD_JOIN = 27,
+	BM_NR_CPUS = 28,
 };
 
 /* counters_configure flag: more GP events than GP counters take turns (time-multiplexed). */
@@ -185,6 +186,13 @@ static inline int64_t bm_thread_start(uint64_t cpu, bm_thread_fn fn, uint64_t ar
 static inline int64_t bm_thread_join(uint64_t id)
 {
 	return bm_syscall3(BM_NR_THREAD_JOIN, id, 0, 0);
+}
+
+/* cpus: buf receives {current, n, entries[n]} (entry: CPU index in bits 0-31, core type
+ * CPUID.1AH:EAX[31:24] in bits 32-39); returns n, or BM_ENOSPC (-6) if len is too small. */
+static inline int64_t bm_cpus(uint64_t *buf, uint64_t len)
+{
+	return bm_syscall3(BM_NR_CPUS, (uint64_t)(uintptr_t)buf, len, 0);
 }
 
 static inline size_t bm_strlen(const char *s)

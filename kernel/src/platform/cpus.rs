@@ -35,6 +35,16 @@ impl CoreType {
         }
     }
 
+    /// CPUID.1AH:EAX[31:24] as the CPU reports it (0 on a part with one kind of core).
+    pub fn code(self) -> u8 {
+        match self {
+            CoreType::Uniform => 0,
+            CoreType::Core => 0x40,
+            CoreType::Atom => 0x20,
+            CoreType::Other(c) => c,
+        }
+    }
+
     /// The executing CPU's core type.
     pub fn here() -> CoreType {
         let reader = CpuIdReaderNative;
@@ -110,6 +120,19 @@ pub fn online(index: usize) -> Option<Cpu> {
         .iter()
         .find(|c| c.index == Some(index) && c.state == CpuState::Online)
         .cloned()
+}
+
+/// The online CPUs: their indices and core types (CPUID.1AH:EAX[31:24], 0 where the part has
+/// one kind of core), in index order.
+pub fn online_list() -> Vec<(usize, u8)> {
+    let mut list: Vec<(usize, u8)> = CPUS
+        .lock()
+        .iter()
+        .filter(|c| c.state == CpuState::Online)
+        .filter_map(|c| Some((c.index?, c.core_type.map_or(0, CoreType::code))))
+        .collect();
+    list.sort_unstable();
+    list
 }
 
 /// How many CPUs are online (at least 1: this one).

@@ -32,6 +32,9 @@ pub mod cpus {
     pub fn stop_requested() -> bool {
         false
     }
+    pub fn online_list() -> alloc::vec::Vec<(usize, u8)> {
+        alloc::vec![(0, 0)]
+    }
 }
 #[cfg(target_os = "none")]
 pub mod timer;

@@ -36,6 +36,7 @@ pub mod nr {
     pub const SYSTEM_READ: u64 = 25;
     pub const THREAD_START: u64 = 26;
     pub const THREAD_JOIN: u64 = 27;
+    pub const CPUS: u64 = 28;
 }
 
 /// `counters_configure` flag (RDX): more GP events than GP counters are time-multiplexed.
@@ -177,9 +178,10 @@ const _: () = assert!(
         && USER_PAGE_ADDR + 4096 <= super::elf::LOWER_HALF_END
 );
 
-/// The most threads one task starts in its life (`thread_start`; slots are not reused).
-pub const THREADS_MAX: u64 = 8;
-/// Thread stacks are this far apart, below the task's own stack: thread `k` (1..=8) has its
+/// The most threads one task starts in its life (`thread_start`; slots are not reused): one on
+/// every other CPU of the largest machine (`MAX_CPUS` 512), so a task can reach every core.
+pub const THREADS_MAX: u64 = 511;
+/// Thread stacks are this far apart, below the task's own stack: thread `k` (1..=511) has its
 /// stack top at `STACK_TOP - k * THREAD_STACK_STRIDE`, so `(STACK_TOP - rsp) /
 /// THREAD_STACK_STRIDE` is the thread's slot (0: the task itself), which the SDK uses to keep
 /// each thread's counter page apart.
@@ -312,10 +314,42 @@ pub fn time_reply(tsc: u64, tsc_hz: Option<u64>) -> ([u8; 16], i64) {
     (out, if tsc_hz.is_some() { 0 } else { TIME_HZ_UNKNOWN })
 }
 
+/// The `cpus` buffer: `{current, n, entries[n]}` as u64s, each entry the CPU's index (bits
+/// 0-31) and its core type (CPUID.1AH:EAX[31:24], bits 32-39; 0: one kind of core), in index
+/// order; `ENOSPC` when `len` bytes do not hold it.
+pub fn cpus_reply(current: usize, online: &[(usize, u8)], len: u64) -> Result<Vec<u8>, i64> {
+    let need = 16 + 8 * online.len() as u64;
+    if len < need {
+        return Err(ENOSPC);
+    }
+    let mut out = Vec::with_capacity(need as usize);
+    out.extend_from_slice(&(current as u64).to_le_bytes());
+    out.extend_from_slice(&(online.len() as u64).to_le_bytes());
+    for &(index, core_type) in online {
+        let entry = (index as u64 & 0xffff_ffff) | (u64::from(core_type) << 32);
+        out.extend_from_slice(&entry.to_le_bytes());
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::task::vcounter::VirtualCounters;
+
+    #[test]
+    fn cpus_lists_index_and_core_type_or_says_the_buffer_is_short() {
+        let buf = cpus_reply(2, &[(0, 0x40), (1, 0x40), (2, 0x20)], 40).unwrap();
+        let words: Vec<u64> = buf
+            .chunks(8)
+            .map(|c| u64::from_le_bytes(c.try_into().unwrap()))
+            .collect();
+        assert_eq!(
+            words,
+            [2, 3, 0x40_0000_0000, 0x40_0000_0001, 0x20_0000_0002]
+        );
+        assert_eq!(cpus_reply(0, &[(0, 0), (1, 0)], 31), Err(ENOSPC));
+    }
 
     #[test]
     fn time_says_when_the_frequency_is_unknown() {

@@ -55,6 +55,7 @@ pub mod nr {
     pub const SYSTEM_READ: u64 = 25;
     pub const THREAD_START: u64 = 26;
     pub const THREAD_JOIN: u64 = 27;
+    pub const CPUS: u64 = 28;
 }
 
 /// `counters_configure` flag: more GP events than GP counters take turns on the counters

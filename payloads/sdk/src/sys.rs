@@ -159,6 +159,37 @@ pub fn counters_read(values: &mut [u64]) -> Result<CountersRead, Error> {
     })
 }
 
+/// One online CPU, as `cpus` lists it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct CpuEntry {
+    /// Its index (0: the boot CPU), the number `thread::start` and pins take.
+    pub index: u32,
+    /// CPUID.1AH:EAX[31:24]: 0x40 Core (P-core), 0x20 Atom (E-core), 0 on a part with one kind
+    /// of core.
+    pub core_type: u8,
+}
+
+/// `cpus`: the CPU the caller runs on, and the online CPUs in index order (into `out`;
+/// `NoSpace` if it is shorter than their number). Returns `(current, n)`.
+pub fn cpus(out: &mut [CpuEntry]) -> Result<(u32, usize), Error> {
+    // 512 CPUs at most (the kernel's MAX_CPUS), plus the two header words.
+    let mut buf = [0u64; 2 + 512];
+    let n = Error::check(syscall3(
+        nr::CPUS,
+        buf.as_mut_ptr() as u64,
+        core::mem::size_of_val(&buf) as u64,
+        0,
+    ))? as usize;
+    let dst = out.get_mut(..n).ok_or(Error::NoSpace)?;
+    for (d, &w) in dst.iter_mut().zip(buf.get(2..2 + n).ok_or(Error::Invalid)?) {
+        *d = CpuEntry {
+            index: w as u32,
+            core_type: (w >> 32) as u8,
+        };
+    }
+    Ok((buf[0] as u32, n))
+}
+
 /// `counters_configure`: the events (encodings as `baremark events encode` prints them) the
 /// task's virtual counters count; returns the new generation.
 /// Starts the task's virtual counters again after [`counters_stop`] (they start counting on

@@ -19,7 +19,7 @@ extern "C" fn trampoline(f: usize, arg: u64) -> ! {
 
 /// Starts `f(arg)` on CPU `cpu` (an index: 0 is the boot CPU; not the caller's own); returns the
 /// thread's id for [`join`]. Errors: `Invalid` (the caller's CPU), `NoDev` (no such CPU online),
-/// `Busy` (it runs other work), `Limit` (the task started 8 threads already), `Perm` (a thread
+/// `Busy` (it runs other work), `Limit` (the task started 511 threads already), `Perm` (a thread
 /// cannot start threads).
 pub fn start(cpu: u64, f: fn(u64) -> i64, arg: u64) -> Result<u64, Error> {
     let entry = trampoline as extern "C" fn(usize, u64) -> ! as usize as u64;

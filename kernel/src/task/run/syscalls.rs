@@ -156,6 +156,16 @@ impl Running {
             nr::USER_PAGE => self.page_addr as i64,
             nr::THREAD_START => self.thread_start(a, b, self.ctx.rdx, self.ctx.r10),
             nr::THREAD_JOIN => self.thread_join(a),
+            nr::CPUS => {
+                let online = crate::platform::cpus::online_list();
+                match super::super::abi::cpus_reply(crate::platform::cpus::current(), &online, b) {
+                    Ok(buf) => match self.copy_out(a, &buf) {
+                        0 => online.len() as i64,
+                        e => e,
+                    },
+                    Err(e) => e,
+                }
+            }
             nr::READ_WINDOW => self.set_read_window(a, b, self.ctx.rdx, self.ctx.r10),
             nr::BENCH_PLAN => self.bench_plan(a, b),
             nr::BENCH_BEGIN => self.bench_begin(a, b, self.ctx.rdx, self.ctx.r10),

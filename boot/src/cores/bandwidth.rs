@@ -1,0 +1,1 @@
+//! Bandwidth as cores are added, and loaded latency (`bandwidth` payload).
