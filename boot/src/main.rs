@@ -59,6 +59,10 @@ enum Command {
     /// (compare-and-swap ping-pong, and one writer / one reader), with each side's counters;
     /// a matrix, a heatmap SVG, JSON and CSV (docs/cores.md).
     C2c(C2cArgs),
+    /// Memory bandwidth as cores are added (read, write and copy kernels started together on
+    /// 1, 2, ... N cores) and loaded latency (a pointer chase while k cores stream); a table,
+    /// SVG charts, JSON and CSV (docs/cores.md).
+    Bandwidth(BandwidthArgs),
     /// Write bootable disk images (e.g. to `dd` onto a USB stick).
     Image(ImageArgs),
     /// Render the report, the results table and the files from a saved serial log (`run
@@ -266,6 +270,21 @@ struct C2cArgs {
 }
 
 #[derive(clap::Args)]
+#[command(after_help = "Examples:
+  baremark bandwidth --smp 4 --pmu emulated --bytes 1M
+  baremark bandwidth --smp 8 --kernels read --svg bw.svg --json bw.json
+  baremark bandwidth --from-log serial.log --svg bw.svg      (a run from real hardware)")]
+struct BandwidthArgs {
+    #[command(flatten)]
+    qemu: QemuArgs,
+    #[command(flatten)]
+    opts: baremark::cores::cli::BandwidthOptions,
+    /// Also print the kernel's records as they arrive.
+    #[arg(long)]
+    verbose: bool,
+}
+
+#[derive(clap::Args)]
 struct CountArgs {
     /// The payload: an ELF file (a path, or a name ending in .elf) or a built-in payload's name;
     /// `@CPU` at the end (digits only) runs it on that CPU, like --on-cpu: `add-latency@3`.
@@ -411,6 +430,7 @@ fn main() -> ExitCode {
         Command::Run(args) => run(args),
         Command::Count(args) => count(args),
         Command::C2c(args) => c2c(args),
+        Command::Bandwidth(args) => bandwidth(args),
         Command::Asm(args) => asm(args),
         Command::Image(args) => write_images(args).map(|()| ExitCode::SUCCESS),
         Command::Report {
@@ -553,6 +573,13 @@ fn finish_results(records: &[Record], output: &OutputArgs) -> Result<()> {
         Ok(None) => {}
         Err(e) => note(&[format!("c2c: {e:#}")]),
     }
+    match baremark::cores::bandwidth::Bandwidth::from_records(records) {
+        Ok(Some(run)) => {
+            let _ = writeln!(output.human(), "\n{}", run.table().trim_end());
+        }
+        Ok(None) => {}
+        Err(e) => note(&[format!("bandwidth: {e:#}")]),
+    }
     let res = match output::results(records) {
         Some(res) => {
             let table = table::render(&res, output.detail);
@@ -639,6 +666,62 @@ fn c2c(args: C2cArgs) -> Result<ExitCode> {
     }
     note(&wrote);
     let complete = run.done && run.missing().is_empty();
+    match outcome {
+        Some((lines, code)) => {
+            println!("{lines}");
+            Ok(if complete {
+                code
+            } else {
+                ExitCode::from(EXIT_KERNEL_FAILURE)
+            })
+        }
+        None => Ok(ExitCode::from(if complete { 0 } else { EXIT_DAMAGED })),
+    }
+}
+
+fn bandwidth(args: BandwidthArgs) -> Result<ExitCode> {
+    use baremark::cores::{bandwidth::Bandwidth, cli};
+    let text = args.opts.payload_args(args.qemu.smp)?;
+    let files = &args.opts.files;
+    let (records, outcome) = cross_core_records(
+        args.qemu,
+        "bandwidth",
+        text,
+        files.from_log.as_deref(),
+        args.verbose,
+    )?;
+    let Some(run) = Bandwidth::from_records(&records)? else {
+        if let Some((lines, code)) = outcome {
+            println!("{lines}");
+            eprintln!(
+                "baremark: the bandwidth payload reported nothing (see the records: --verbose)"
+            );
+            return Ok(code);
+        }
+        bail!("the log holds no bandwidth run (no bw_setup report)");
+    };
+    println!("{}", run.table().trim_end());
+    let mut wrote = Vec::new();
+    if let Some(svg) = &files.svg {
+        wrote.push(cli::write_file(svg, &run.svg())?);
+        if !run.loaded.is_empty() {
+            wrote.push(cli::write_file(
+                &cli::variant_path(svg, "loaded", true),
+                &run.loaded_svg(),
+            )?);
+        }
+    }
+    if let Some(path) = &files.json {
+        wrote.push(cli::write_file(
+            path,
+            &serde_json::to_string_pretty(&run.json())?,
+        )?);
+    }
+    if let Some(path) = &files.csv {
+        wrote.push(cli::write_file(path, &run.csv())?);
+    }
+    note(&wrote);
+    let complete = run.problems().is_empty();
     match outcome {
         Some((lines, code)) => {
             println!("{lines}");

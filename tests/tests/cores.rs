@@ -264,3 +264,181 @@ fn c2c_mistakes_are_refused_before_booting() {
         assert!(!err.contains("booting"), "{args:?} booted: {err}");
     }
 }
+
+/// Instructions per 64-byte line of each kernel (8-byte scalar moves, one line per iteration;
+/// the payload's asm): read and write 8 moves and add, dec, jnz; copy 16 moves, 2 adds, dec,
+/// jnz per line copied, which is 128 bytes moved.
+const PER_LINE: [(&str, u64, u64); 3] = [("read", 11, 64), ("write", 11, 64), ("copy", 20, 128)];
+
+#[test]
+fn bandwidth_on_the_emulated_pmu_moves_exactly_the_bytes_it_says_on_1_to_4_cores() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let out = baremark(
+        d,
+        &[
+            "bandwidth",
+            "--smp",
+            "4",
+            "--pmu",
+            "emulated",
+            "--bytes",
+            "256K",
+            "--reps",
+            "3",
+            "--loads",
+            "20000",
+            "--svg",
+            "bw.svg",
+            "--json",
+            "bw.json",
+            "--csv",
+            "bw.csv",
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("Bandwidth as cores are added on"),
+        "{}",
+        text(&out)
+    );
+    assert!(stdout.contains("Loaded latency"), "{}", text(&out));
+    assert!(!stdout.contains("PROBLEM"), "{}", text(&out));
+    let doc = read_json(&d.join("bw.json"));
+    assert_eq!(doc["schema"], "baremark-bandwidth/1");
+    assert_eq!(doc["complete"], true);
+    assert_eq!(doc["rate_unit"], "bytes per TSC tick");
+    let steps = doc["bandwidth"].as_array().unwrap();
+    let svg = std::fs::read_to_string(d.join("bw.svg")).unwrap();
+    for (kernel, per_line, bytes_per_line) in PER_LINE {
+        let mut fixed = None;
+        for k in 1..=4u64 {
+            let st = steps
+                .iter()
+                .find(|s| s["kernel"] == kernel && s["cores"] == k)
+                .unwrap_or_else(|| panic!("{kernel} on {k} cores: {doc}"));
+            assert_eq!(st["bytes_per_core"], 262_144, "{st}");
+            let windows = st["windows"].as_array().unwrap();
+            let mut cpus: Vec<u64> = windows.iter().map(|w| w["cpu"].as_u64().unwrap()).collect();
+            cpus.sort_unstable();
+            assert_eq!(cpus, (0..k).collect::<Vec<_>>(), "{kernel} on {k} cores");
+            let mut sum = 0.0;
+            for w in windows {
+                assert_eq!(w["checked"], true, "the data checks out: {w}");
+                // Exactly the loop over every line of the core's buffer, plus the same few
+                // instructions of entry on every core and at every core count.
+                let insns = median(w, "counts", "instructions:u");
+                let lines = 262_144 / bytes_per_line;
+                let extra = insns - lines * per_line;
+                assert!(
+                    extra < 40,
+                    "{kernel}: {insns} = {lines} x {per_line} + {extra}"
+                );
+                assert_eq!(
+                    *fixed.get_or_insert(extra),
+                    extra,
+                    "{kernel} on {k} cores: {w}"
+                );
+                let ticks = w["ticks"]["median"].as_f64().unwrap();
+                let rate = w["rate"].as_f64().unwrap();
+                assert!((rate - 262_144.0 / ticks).abs() < 1e-9, "{w}");
+                sum += rate;
+            }
+            let total = st["rate"].as_f64().unwrap();
+            assert!((total - sum).abs() < 1e-9, "{st}");
+            // The chart has the point, at the JSON's value.
+            let point = format!("data-series=\"{kernel}\" data-x=\"{k}\" data-y=\"{total}\"");
+            assert!(svg.contains(&point), "{point} not in\n{svg}");
+        }
+        assert!(svg.contains(&format!("data-name=\"{kernel}\"")), "{svg}");
+        assert!(svg.contains(&format!(">{kernel}</text>")), "legend: {svg}");
+    }
+    assert!(svg.contains(">cores streaming together</text>"), "{svg}");
+    assert!(svg.contains("[emulated]"), "{svg}");
+    // Loaded latency: the chase with 0 to 3 streamers, 3 instructions per load.
+    let loaded = doc["loaded_latency"].as_array().unwrap();
+    assert_eq!(loaded.len(), 4, "{doc}");
+    let lsvg = std::fs::read_to_string(d.join("bw-loaded.svg")).unwrap();
+    for (k, l) in loaded.iter().enumerate() {
+        assert_eq!(l["streamers"], k as u64);
+        assert_eq!(l["streams"].as_array().unwrap().len(), k, "{l}");
+        let insns = median(&l["chase"], "counts", "instructions:u");
+        assert!((3 * 20_000..3 * 20_000 + 40).contains(&insns), "{l}");
+        for s in l["streams"].as_array().unwrap() {
+            assert_eq!(s["checked"], true, "{s}");
+        }
+        let point = format!(
+            "data-x=\"{k}\" data-y=\"{}\"",
+            l["latency"].as_f64().unwrap()
+        );
+        assert!(lsvg.contains(&point), "{point} not in\n{lsvg}");
+    }
+    let csv = std::fs::read_to_string(d.join("bw.csv")).unwrap();
+    // A row per core window: 3 kernels x (1+2+3+4), and the chase and streams: 4 + (1+2+3).
+    assert_eq!(csv.lines().count(), 1 + 30 + 10, "{csv}");
+}
+
+#[test]
+fn bandwidth_on_tcg_with_four_cpus_runs_every_step_and_checks_its_data() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let out = baremark(
+        d,
+        &[
+            "bandwidth",
+            "--smp",
+            "4",
+            "--accel",
+            "tcg",
+            "--bytes",
+            "64K",
+            "--reps",
+            "1",
+            "--kernels",
+            "read,copy",
+            "--loads",
+            "10000",
+            "--json",
+            "bw.json",
+            "--no-counters",
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let doc = read_json(&d.join("bw.json"));
+    assert_eq!(doc["complete"], true, "{doc}");
+    assert_eq!(doc["rate_unit"], "GB/s");
+    assert_eq!(doc["bandwidth"].as_array().unwrap().len(), 8, "{doc}");
+    for st in doc["bandwidth"].as_array().unwrap() {
+        assert!(st["rate"].as_f64().unwrap() > 0.0, "{st}");
+    }
+}
+
+#[test]
+fn bandwidth_mistakes_are_refused_before_booting() {
+    let dir = tempfile::tempdir().unwrap();
+    for (args, says) in [
+        (
+            &["bandwidth", "--smp", "4", "--bytes", "1000"][..],
+            "multiple of 4096",
+        ),
+        (
+            &["bandwidth", "--smp", "4", "--bytes", "16M"][..],
+            "more than the payload's 48 MiB",
+        ),
+        (
+            &["bandwidth", "--smp", "2", "--cpus", "0-2"][..],
+            "CPU 2 is not there",
+        ),
+        (
+            &["bandwidth", "--kernels", "triad"][..],
+            "give read, write, copy",
+        ),
+    ] {
+        let out = baremark(dir.path(), args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", text(&out));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(says), "{args:?}: expected `{says}` in\n{err}");
+        assert!(!err.contains("booting"), "{args:?} booted: {err}");
+    }
+}

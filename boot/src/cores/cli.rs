@@ -100,8 +100,114 @@ pub struct FileOptions {
     pub from_log: Option<PathBuf>,
 }
 
-/// Parses `all` or `0,2-5` against the CPUs QEMU gets (`smp`); `None` for `all`.
+/// Measurement options of `baremark bandwidth`.
+#[derive(clap::Args, Debug)]
+pub struct BandwidthOptions {
+    /// The CPUs: `all` (every CPU online) or a list like `0,2-5`; the first k of them stream
+    /// together for k = 1, 2, ...; the first is the chase's in the loaded-latency run.
+    #[arg(long, default_value = "all", value_name = "all|LIST")]
+    pub cpus: String,
+    /// Kernels: read, write, copy, or a list of them.
+    #[arg(long, default_value = "read,write,copy", value_parser = parse_kernels)]
+    pub kernels: String,
+    /// Each core's buffer in bytes (a multiple of 4096; at most 48 MiB / the number of CPUs;
+    /// default that, up to 16 MiB). Suffixes K and M (KiB, MiB) are accepted.
+    #[arg(long, value_parser = parse_bytes)]
+    pub bytes: Option<u64>,
+    /// Passes over the buffer per window.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    pub passes: u64,
+    /// Repetitions (median and spread; at most 31).
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..=31))]
+    pub reps: u64,
+    /// Skip the loaded-latency run.
+    #[arg(long)]
+    pub no_loaded: bool,
+    /// Dependent loads of the loaded-latency chase per window.
+    #[arg(long, default_value_t = 100_000, value_parser = clap::value_parser!(u64).range(1..=1_000_000_000))]
+    pub loads: u64,
+    #[command(flatten)]
+    pub events: EventOptions,
+    #[command(flatten)]
+    pub files: FileOptions,
+}
+
+fn parse_kernels(s: &str) -> Result<String, String> {
+    if !s.is_empty() && s.split(',').all(|k| matches!(k, "read" | "write" | "copy")) {
+        Ok(s.to_string())
+    } else {
+        Err(format!(
+            "`{s}`: give read, write, copy or a comma-separated list of them"
+        ))
+    }
+}
+
+fn parse_bytes(s: &str) -> Result<u64, String> {
+    let (digits, mult) = match s.strip_suffix(['K', 'k']) {
+        Some(d) => (d, 1024),
+        None => match s.strip_suffix(['M', 'm']) {
+            Some(d) => (d, 1 << 20),
+            None => (s, 1),
+        },
+    };
+    match digits.parse::<u64>().ok().and_then(|n| n.checked_mul(mult)) {
+        Some(n) if n >= 4096 && n % 4096 == 0 => Ok(n),
+        _ => Err(format!(
+            "`{s}`: give a multiple of 4096 bytes (e.g. 1M, 256K)"
+        )),
+    }
+}
+
+impl BandwidthOptions {
+    /// The `bandwidth` payload's argument text.
+    pub fn payload_args(&self, smp: u32) -> Result<String> {
+        let cpus = match self.cpus.as_str() {
+            "all" => "all".to_string(),
+            text => {
+                // One CPU is a valid run (bandwidth of one core).
+                cpu_list(text, smp, 1)?
+                    .unwrap_or_default()
+                    .iter()
+                    .map(usize::to_string)
+                    .collect::<Vec<_>>()
+                    .join(",")
+            }
+        };
+        let n = if cpus == "all" {
+            smp as u64
+        } else {
+            cpus.split(',').count() as u64
+        };
+        if let Some(b) = self.bytes
+            && b * n > 48 << 20
+        {
+            bail!(
+                "--bytes {b}: {n} CPUs x {b} bytes is more than the payload's 48 MiB of buffers \
+                 (give at most {} per CPU)",
+                (48u64 << 20) / n / 4096 * 4096
+            );
+        }
+        let mut words = vec![
+            format!("cpus={cpus}"),
+            format!("kernels={}", self.kernels),
+            format!("passes={}", self.passes),
+            format!("reps={}", self.reps),
+            format!("loads={}", self.loads),
+            format!("loaded={}", if self.no_loaded { "off" } else { "on" }),
+        ];
+        words.extend(self.bytes.map(|b| format!("bytes={b}")));
+        words.extend(self.events.arg()?);
+        Ok(words.join(" "))
+    }
+}
+
+/// Parses `all` or `0,2-5` against the CPUs QEMU gets (`smp`), at least two; `None` for
+/// `all`.
 pub fn parse_cpus(text: &str, smp: u32) -> Result<Option<Vec<usize>>> {
+    cpu_list(text, smp, 2)
+}
+
+fn cpu_list(text: &str, smp: u32, least: usize) -> Result<Option<Vec<usize>>> {
     if text == "all" {
         return Ok(None);
     }
@@ -129,7 +235,7 @@ pub fn parse_cpus(text: &str, smp: u32) -> Result<Option<Vec<usize>>> {
             if smp == 1 { "" } else { "s" }
         );
     }
-    if cpus.len() < 2 {
+    if cpus.len() < least {
         bail!("--cpus {text}: name at least two CPUs (latency is between a pair)");
     }
     Ok(Some(cpus))

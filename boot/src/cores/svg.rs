@@ -135,7 +135,6 @@ pub fn heatmap(
 
 /// A line chart: `x` values (e.g. cores), and per series its name and a y value per x
 /// (`None`: not measured).
-#[allow(dead_code)] // the bandwidth chart, next
 pub fn lines(
     title: &str,
     x_axis: &str,
