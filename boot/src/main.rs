@@ -594,6 +594,9 @@ fn finish_results(records: &[Record], output: &OutputArgs) -> Result<()> {
     Ok(())
 }
 
+/// After a boot: QEMU's outcome lines and the exit status.
+type Booted = Option<(String, ExitCode)>;
+
 /// `c2c` and `bandwidth`: the records of the built-in payload `name` run with argument text
 /// `text` (every CPU of `--smp` started; no task budget, `--timeout` bounds the run), or of a
 /// saved log; after a boot also its outcome lines and exit status.
@@ -603,7 +606,7 @@ fn cross_core_records(
     text: String,
     from_log: Option<&Path>,
     verbose: bool,
-) -> Result<(Vec<Record>, Option<(String, ExitCode)>)> {
+) -> Result<(Vec<Record>, Booted)> {
     if let Some(log) = from_log {
         let input = baremark::stick::read_input(log)?;
         note(&input.notes);
