@@ -234,7 +234,9 @@ pub fn lines(res: &Results) -> Vec<Line> {
             Some(hz) => (w.tsc as f64 * 1e9 / hz as f64).round() as u64,
             None => 0,
         };
-        for (cpu, count, event) in w.perf_rows(vendor) {
+        for (cpu, count, event) in
+            w.perf_rows(|word| crate::profile::spec::name_of_word(word, vendor))
+        {
             out.push(Line::System {
                 cpu,
                 count,

@@ -130,11 +130,12 @@ impl RecordRenderer {
             "system_cpu_counts" => {
                 let w = self.system.as_mut()?;
                 w.add(r);
-                return w
-                    .complete()
-                    .then(|| self.system.take())
-                    .flatten()
-                    .map(|w| w.render(self.vendor).trim_end().to_string());
+                return w.complete().then(|| self.system.take()).flatten().map(|w| {
+                    let vendor = self.vendor;
+                    w.render(|word| name_of_word(word, vendor))
+                        .trim_end()
+                        .to_string()
+                });
             }
             _ => {}
         }
