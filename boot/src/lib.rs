@@ -21,6 +21,7 @@
 //! | `render`        | the human-readable report |
 //! | `table`         | the results as tables |
 //! | `perf_format`   | `perf stat -x SEP` CSV and `-j` JSON lines |
+//! | `system_table`  | system mode per CPU: `perf stat -a -A` and STAT tables |
 //! | `plot`          | SVG plots of the repetitions |
 //! | `profile`       | sampling profiles: `--sample`, symbols, SVG |
 //! | `progress`      | the progress bar while results arrive |
@@ -51,4 +52,5 @@ pub mod render;
 pub mod results;
 pub mod session;
 pub mod stick;
+pub mod system_table;
 pub mod table;

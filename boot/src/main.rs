@@ -242,6 +242,11 @@ struct RunArgs {
     /// record` + `perf report` (docs/profiling.md). E.g. instructions:u@10007.
     #[arg(long = "sample", value_name = "EVENT@PERIOD")]
     sample: Vec<String>,
+    /// System mode for the run (run.cfg `system`): count these `counters_configure` words on
+    /// every CPU, the kernel and every task, read around every payload; shown per CPU like
+    /// `perf stat -a -A` (docs/user-guide.md "Per-CPU system counts"). E.g. 0x100c0,0x200c0.
+    #[arg(long = "system", value_name = "0xWORD,...")]
+    system: Option<String>,
     #[command(flatten)]
     profile: ProfileArgs,
     /// Test-only: make the kernel misbehave (page-fault, panic, invalid-opcode, stack-overflow, hang)
@@ -761,6 +766,11 @@ fn run(args: RunArgs) -> Result<ExitCode> {
     } else {
         None
     };
+    if let Some(words) = &args.system
+        && words.contains(['\n', '\r'])
+    {
+        bail!("--system {words:?}: one line of 0xWORD,... (no line break)");
+    }
     let mut selection = content::collect_payloads(&args.payloads)?;
     let background = content::apply_background(&args.background, &mut selection)?;
     let content::Selection {
@@ -782,6 +792,11 @@ fn run(args: RunArgs) -> Result<ExitCode> {
         payloads,
         quantum_us: args.quantum_us.unwrap_or(0),
         task_budget_ms: args.task_budget_ms,
+        extra_lines: args
+            .system
+            .iter()
+            .map(|words| format!("system = {words}"))
+            .collect(),
         ..RunConfig::default()
     };
     notes.extend(content::apply_harness(&args.harness, &mut config)?);

@@ -79,6 +79,14 @@ pub enum Line {
         value: f64,
         unit: String,
     },
+    /// One CPU's count of a system-mode event over the run (`perf stat -a -A`: the CPU comes
+    /// first; the cgroup field says `system`).
+    System {
+        cpu: u64,
+        count: u64,
+        event: String,
+        runtime_ns: u64,
+    },
 }
 
 /// perf's fields in CSV column order, by their JSON keys: every line of both formats is one
@@ -159,6 +167,22 @@ impl Line {
                 None,
                 None,
             ],
+            Line::System {
+                count,
+                event,
+                runtime_ns,
+                ..
+            } => [
+                Some(Cell::Count(Count::Value(*count as f64))),
+                Some(Cell::Text("")),
+                Some(Cell::Text(event)),
+                Some(Cell::Text("system")),
+                Some(Cell::Variance(0.0)),
+                Some(Cell::Int(*runtime_ns)),
+                Some(Cell::Percent(100.0)),
+                None,
+                None,
+            ],
             Line::Metric {
                 cgroup,
                 value,
@@ -196,6 +220,29 @@ pub fn lines(res: &Results) -> Vec<Line> {
                     unit: m.name.clone(),
                 });
             }
+        }
+    }
+    // run.cfg `system`: the run's counts per CPU.
+    if let Some(w) = res.system.iter().rev().find(|w| w.scope == "run") {
+        let vendor = res
+            .machine
+            .cpu
+            .as_deref()
+            .and_then(|c| c.split('-').next())
+            .and_then(events::cpu::Vendor::from_cpuid_name);
+        let runtime_ns = match res.machine.tsc_hz.filter(|&hz| hz > 0) {
+            Some(hz) => (w.tsc as f64 * 1e9 / hz as f64).round() as u64,
+            None => 0,
+        };
+        for (cpu, count, event) in
+            w.perf_rows(|word| crate::profile::spec::name_of_word(word, vendor))
+        {
+            out.push(Line::System {
+                cpu,
+                count,
+                event,
+                runtime_ns,
+            });
         }
     }
     out
@@ -306,6 +353,9 @@ pub fn csv(res: &Results, sep: &str) -> String {
             .into_iter()
             .map(|c| csv_field(&c.map(Cell::csv).unwrap_or_default(), sep))
             .collect();
+        if let Line::System { cpu, .. } = line {
+            out.push_str(&format!("CPU{cpu}{sep}"));
+        }
         out.push_str(&quoted.join(sep));
         out.push('\n');
     }
@@ -333,11 +383,16 @@ fn json_object(pairs: &[(&str, String)]) -> String {
 pub fn json_lines(res: &Results) -> String {
     let mut out = String::new();
     for line in lines(res) {
-        let pairs: Vec<(&str, String)> = FIELDS
-            .iter()
-            .zip(line.cells())
-            .filter_map(|(&key, c)| Some((key, c?.json())))
-            .collect();
+        let mut pairs: Vec<(&str, String)> = Vec::new();
+        if let Line::System { cpu, .. } = line {
+            pairs.push(("cpu", jstr(&cpu.to_string())));
+        }
+        pairs.extend(
+            FIELDS
+                .iter()
+                .zip(line.cells())
+                .filter_map(|(&key, c)| Some((key, c?.json()))),
+        );
         out.push_str(&json_object(&pairs));
         out.push('\n');
     }

@@ -91,6 +91,8 @@ pub struct RecordRenderer {
     processors: Vec<Record>,
     /// Show a line per CPU under the `cpus` line (`run --verbose`).
     pub verbose: bool,
+    /// The system-mode window whose per-CPU rows are coming (shown as tables once complete).
+    system: Option<crate::system_table::Window>,
 }
 
 impl RecordRenderer {
@@ -125,7 +127,20 @@ impl RecordRenderer {
                 }
                 return Some(out);
             }
+            "system_cpu_counts" => {
+                let w = self.system.as_mut()?;
+                w.add(r);
+                return w.complete().then(|| self.system.take()).flatten().map(|w| {
+                    let vendor = self.vendor;
+                    w.render(|word| name_of_word(word, vendor))
+                        .trim_end()
+                        .to_string()
+                });
+            }
             _ => {}
+        }
+        if let Some(w) = crate::system_table::Window::open(r) {
+            self.system = Some(w);
         }
         // `processor` records without their `cpus` record (a log cut short): one line each.
         let held: Vec<String> = std::mem::take(&mut self.processors)

@@ -223,6 +223,9 @@ pub struct Results {
     pub errors: Vec<ErrorEntry>,
     /// The kernel's `summary` record (without `type` and `v`), if it came.
     pub summary: Option<Value>,
+    /// System mode's windows with their per-CPU rows (for `perf stat -a -A` lines).
+    #[serde(skip)]
+    pub system: Vec<crate::system_table::Window>,
 }
 
 fn without_header(record: &Record) -> Value {
@@ -239,7 +242,9 @@ fn str_field(r: &Record, key: &str) -> Option<String> {
 impl Results {
     /// Assembles the results from the records of a run, in order.
     pub fn from_records<'a>(records: impl IntoIterator<Item = &'a Record>) -> Results {
+        let records: Vec<&Record> = records.into_iter().collect();
         let mut res = Results {
+            system: crate::system_table::windows(records.iter().copied()),
             schema: SCHEMA,
             machine: Machine::default(),
             config: Config::default(),

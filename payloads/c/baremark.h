@@ -114,6 +114,16 @@ static inline int64_t bm_system_read(uint64_t *buf, uint64_t len)
 	return bm_syscall3(BM_NR_SYSTEM_READ, (uint64_t)buf, len, 0);
 }
 
+/* system_read flag: the per-CPU form. */
+#define BM_SYSTEM_READ_PER_CPU 1ull
+
+/* buf = {generation, tsc, n, m, total[n], m x {cpu, flags, counts[n]}} (flags bit 0: the CPU
+ * did not answer, its counts are its last read's); `len` in bytes. Returns n, or BM_ENOENT. */
+static inline int64_t bm_system_read_cpus(uint64_t *buf, uint64_t len)
+{
+	return bm_syscall3(BM_NR_SYSTEM_READ, (uint64_t)buf, len, BM_SYSTEM_READ_PER_CPU);
+}
+
 /* The same, time-multiplexed when there are more GP events than GP counters. */
 static inline int64_t bm_counters_configure_multiplexed(const uint64_t *events, uint64_t n)
 {

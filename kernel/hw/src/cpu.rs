@@ -61,6 +61,14 @@ pub fn enable_interrupts_and_halt() {
     interrupts::enable_and_hlt();
 }
 
+/// PAUSE: a spin-wait hint. It also ends the vCPU's turn under QEMU's `-icount` round-robin
+/// (`core::hint::spin_loop` emits nothing on this target), so a CPU that waits for another
+/// lets it run.
+pub fn pause() {
+    // SAFETY: PAUSE has no operands and no effect but a delay.
+    unsafe { core::arch::asm!("pause", options(nomem, nostack, preserves_flags)) };
+}
+
 /// Whether RFLAGS.IF is set.
 pub fn interrupts_enabled() -> bool {
     interrupts::are_enabled()

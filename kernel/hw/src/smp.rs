@@ -597,3 +597,88 @@ pub fn wait_job(index: usize) {
         core::hint::spin_loop();
     }
 }
+
+/// One short call put on a CPU by [`call`], run by that CPU's [`serve_calls`].
+struct Call<'a> {
+    work: *mut (dyn FnMut() + 'a),
+    done: AtomicU32,
+}
+
+/// Each CPU's pending call: the address of a [`Call`], or 0.
+static CALLS: [AtomicU64; MAX_CPUS] = [const { AtomicU64::new(0) }; MAX_CPUS];
+
+/// Why [`call`] did not run the work.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CallError {
+    /// No CPU with that index was started.
+    NotStarted,
+    /// The CPU did not take the call within the wait (it ran with interrupts off all along).
+    NoAnswer,
+}
+
+/// Runs the short `work` on CPU `index` whatever that CPU does (idle, waiting for a job, or
+/// running one, a task in ring 3 included), from its wake interrupt ([`serve_calls`]), and
+/// waits for it. On the calling CPU it just calls it. The call is taken the next time the CPU
+/// has interrupts on; one not taken within `timeout_ticks` TSC ticks is withdrawn
+/// (`NoAnswer`, `work` not run). While it waits this CPU serves calls made to it, so two CPUs
+/// that call each other do not wait for each other.
+pub fn call(
+    index: usize,
+    work: &mut (dyn FnMut() + Send),
+    timeout_ticks: u64,
+) -> Result<(), CallError> {
+    if index == percpu::index() {
+        work();
+        return Ok(());
+    }
+    let target = percpu::of(index).ok_or(CallError::NotStarted)?;
+    let job = Call {
+        work: core::ptr::from_mut(work),
+        done: AtomicU32::new(0),
+    };
+    let addr = core::ptr::from_ref(&job) as u64;
+    let start = cpu::rdtsc();
+    let expired = || cpu::rdtsc().wrapping_sub(start) > timeout_ticks;
+    // Another CPU's call to the same CPU goes first.
+    while CALLS[index]
+        .compare_exchange(0, addr, Ordering::AcqRel, Ordering::Acquire)
+        .is_err()
+    {
+        if expired() {
+            return Err(CallError::NoAnswer);
+        }
+        serve_calls();
+        cpu::pause();
+    }
+    apic::send_ipi(target.apic_id(), Ipi::Fixed(WAKE_VECTOR));
+    while job.done.load(Ordering::Acquire) == 0 {
+        if expired()
+            && CALLS[index]
+                .compare_exchange(addr, 0, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+        {
+            // Withdrawn before the CPU took it: it never runs.
+            return Err(CallError::NoAnswer);
+        }
+        serve_calls();
+        cpu::pause();
+    }
+    Ok(())
+}
+
+/// Runs the call made to this CPU, if any ([`call`]): from the wake vector's handler, and from
+/// every wait of [`call`].
+pub fn serve_calls() {
+    let me = percpu::index();
+    let addr = CALLS[me].swap(0, Ordering::AcqRel);
+    if addr == 0 {
+        return;
+    }
+    // SAFETY: `call` published the address of a call that lives until its `done` is set (it
+    // waits for that; it withdraws only a call still in the slot, and this swap took it out).
+    let job = unsafe { &*(addr as *const Call<'_>) };
+    // SAFETY: the caller lent the closure exclusively and waits until `done`.
+    unsafe { (*job.work)() };
+    // After this store the call may be gone.
+    job.done.store(1, Ordering::Release);
+}

@@ -216,3 +216,52 @@ pub fn run_on(index: usize, mut work: impl FnMut()) -> Result<(), RunOnError> {
         smp::RunOnError::Busy => RunOnError::Busy,
     })
 }
+
+/// How long [`call_on`] waits for a CPU to take a call: 2^31 TSC ticks, about a second at
+/// 2 GHz (a CPU takes a call as soon as it has interrupts on; the kernel's stretches with them
+/// off are short).
+const CALL_TIMEOUT_TICKS: u64 = 1 << 31;
+
+/// Why [`call_on`] did not run the work.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CallError {
+    /// No online CPU has that index.
+    NotOnline,
+    /// The CPU did not take the call in time.
+    NoAnswer,
+}
+
+/// Runs the short `work` on CPU `index` whatever it is doing (idle, waiting, or running a
+/// job or a task: from its wake interrupt) and waits for it; on this CPU it just calls it.
+/// Unlike [`run_on`] it works on a busy CPU, so `work` must be short and must not wait for
+/// other CPUs.
+pub fn call_on(index: usize, mut work: impl FnMut() + Send) -> Result<(), CallError> {
+    if index != current() && online(index).is_none() {
+        return Err(CallError::NotOnline);
+    }
+    smp::call(index, &mut work, CALL_TIMEOUT_TICKS).map_err(|e| match e {
+        smp::CallError::NotStarted => CallError::NotOnline,
+        smp::CallError::NoAnswer => CallError::NoAnswer,
+    })
+}
+
+/// Runs a call another CPU made to this one ([`call_on`]); the wake vector's handler calls it.
+pub fn serve_calls() {
+    smp::serve_calls();
+}
+
+/// The indexes of the online CPUs, in order.
+pub fn online_indexes() -> Vec<usize> {
+    let mut v: Vec<usize> = CPUS
+        .lock()
+        .iter()
+        .filter(|c| c.state == CpuState::Online)
+        .filter_map(|c| c.index)
+        .collect();
+    if v.is_empty() {
+        v.push(current());
+    }
+    v.sort_unstable();
+    v.dedup();
+    v
+}

@@ -214,6 +214,14 @@ pub fn with_pmu<R>(f: impl FnOnce(&mut Pmu, &mut HwMsr) -> R) -> Option<R> {
     guard.as_mut().map(|pmu| f(pmu, &mut HwMsr))
 }
 
+/// [`with_pmu`], or `None` at once if the executing CPU's PMU is held: for code that may run
+/// from an interrupt (a call from another CPU), which must not wait for the code it
+/// interrupted.
+pub fn try_with_pmu<R>(f: impl FnOnce(&mut Pmu, &mut HwMsr) -> R) -> Option<R> {
+    let mut guard = this_pmu().try_lock()?;
+    guard.as_mut().map(|pmu| f(pmu, &mut HwMsr))
+}
+
 /// A PMI taken while a task ran in ring 3 with its counters live (`task::run::notify`): the
 /// task's switch-out has already read and cleared the overflow status and folded the wrap, so
 /// only the local APIC's part is left: LVTPC unmasked where the CPU masks it on delivery, EOI.

@@ -42,6 +42,9 @@ pub mod nr {
 /// `counters_configure` flag (RDX): more GP events than GP counters are time-multiplexed.
 pub const CONFIGURE_MULTIPLEX: u64 = 1;
 
+/// `system_read` flag (RDX): the per-CPU form ([`system_cpus_buffer`]).
+pub const SYSTEM_READ_PER_CPU: u64 = 1;
+
 /// A bad argument.
 pub const EINVAL: i64 = -1;
 /// A pointer or length outside the task's (writable, for results) user memory.
@@ -301,6 +304,41 @@ pub fn counters_buffer(
     Ok(out)
 }
 
+/// One CPU's row of [`system_cpus_buffer`]: `(cpu, stale, counts)`.
+pub type CpuRow<'a> = (u64, bool, &'a [u64]);
+
+/// `system_read`'s per-CPU form: `{generation, tsc, n, m, total: [u64; n], m x {cpu, flags,
+/// counts: [u64; n]}}` (`flags` bit 0: the CPU did not answer, its counts are its last read's).
+/// `ENOSPC` if `len` is shorter.
+pub fn system_cpus_buffer(
+    generation: u64,
+    tsc: u64,
+    total: &[u64],
+    rows: &[CpuRow<'_>],
+    len: u64,
+) -> Result<Vec<u8>, i64> {
+    let n = total.len() as u64;
+    let m = rows.len() as u64;
+    let need = 8 * (4 + n + m * (2 + n));
+    if len < need {
+        return Err(ENOSPC);
+    }
+    let mut words = Vec::with_capacity(need as usize / 8);
+    words.extend_from_slice(&[generation, tsc, n, m]);
+    words.extend_from_slice(total);
+    for (cpu, stale, counts) in rows {
+        words.extend_from_slice(&[*cpu, u64::from(*stale)]);
+        words.extend(
+            counts
+                .iter()
+                .copied()
+                .chain(core::iter::repeat(0))
+                .take(n as usize),
+        );
+    }
+    Ok(words.iter().flat_map(|w| w.to_le_bytes()).collect())
+}
+
 /// `time`'s return value when the TSC frequency is unknown: the buffer's `tsc_hz` is then no
 /// frequency (it holds 0), which a payload must not divide by or report as one.
 pub const TIME_HZ_UNKNOWN: i64 = 1;
@@ -349,6 +387,21 @@ mod tests {
             [2, 3, 0x40_0000_0000, 0x40_0000_0001, 0x20_0000_0002]
         );
         assert_eq!(cpus_reply(0, &[(0, 0), (1, 0)], 31), Err(ENOSPC));
+    }
+
+    #[test]
+    fn system_cpus_buffer_has_every_row() {
+        let rows: [CpuRow<'_>; 2] = [(0, false, &[1, 2]), (3, true, &[10, 20])];
+        let buf = system_cpus_buffer(7, 99, &[11, 22], &rows, 1024).unwrap();
+        let words: Vec<u64> = buf
+            .chunks(8)
+            .map(|c| u64::from_le_bytes(c.try_into().unwrap()))
+            .collect();
+        assert_eq!(words, [7, 99, 2, 2, 11, 22, 0, 0, 1, 2, 3, 1, 10, 20]);
+        assert_eq!(
+            system_cpus_buffer(7, 99, &[11, 22], &rows, 8 * 14 - 1),
+            Err(ENOSPC)
+        );
     }
 
     #[test]

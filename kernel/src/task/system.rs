@@ -88,6 +88,11 @@ impl SystemCounters {
         Ok(self.vc.values())
     }
 
+    /// The 64-bit counts as of the last [`read`](Self::read) (or the start).
+    pub fn last(&self) -> Values {
+        self.vc.values()
+    }
+
     /// Stops and releases the counters.
     pub fn stop(self, backend: &mut dyn PmuBackend, msr: &mut dyn Msr) -> Result<(), HwError> {
         backend.disable(msr, hwslots::counter_set(&self.slots))?;

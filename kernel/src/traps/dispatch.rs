@@ -45,6 +45,8 @@ pub fn interrupt(vector: u8) {
         WAKE_VECTOR => {
             COUNTS.wakes.fetch_add(1, Relaxed);
             apic::eoi();
+            // A short call another CPU waits for (system mode's per-CPU counters).
+            crate::platform::cpus::serve_calls();
         }
         SPURIOUS_VECTOR => {
             // No EOI for a spurious APIC interrupt.

@@ -15,7 +15,14 @@
 //!
 //! Started while run.cfg `system` holds the system counters it is an observer: it reports
 //! `observer=1`, what `system_configure` and `counters_configure` get (`EBUSY`), and the
-//! generation it reads, then runs `spin(N)`.
+//! generation it reads, then runs `spin(d N)`, `d` the first digit of its argument text (1
+//! without one).
+//!
+//! With the argument text `cpus` it counts per CPU (tests/tests/system_per_cpu.rs): it takes
+//! the system counters, reads them per CPU (`system_read_cpus`), starts a thread on CPUs 1 to 3
+//! that runs `spin(c N)` on CPU `c`, joins them, reads again and reports per CPU `cpu_u_<c>`,
+//! `cpu_k_<c>`, `cpu_all_<c>` (the deltas), `total_u`, `total_k`, `total_all`, `rows` and
+//! `stale` (rows that did not answer).
 #![cfg_attr(target_os = "none", no_std, no_main)]
 
 #[cfg(target_os = "none")]
@@ -75,6 +82,79 @@ mod body {
         0
     }
 
+    /// The first digit of the argument text (1 without one).
+    fn digit() -> u64 {
+        let mut text = [0u8; 8];
+        match baremark_sdk::args(&mut text) {
+            Ok(n) if n > 0 && text[0].is_ascii_digit() => u64::from(text[0] - b'0'),
+            _ => 1,
+        }
+    }
+
+    fn is_cpus_mode() -> bool {
+        let mut text = [0u8; 8];
+        matches!(baremark_sdk::args(&mut text), Ok(4) if &text[..4] == b"cpus")
+    }
+
+    fn thread_spin(c: u64) -> i64 {
+        spin(c * N);
+        0
+    }
+
+    /// Words for 8 CPUs of 3 entries.
+    const CPUS_WORDS: usize = 4 + 3 + 8 * (2 + 3);
+
+    fn per_cpu() -> i64 {
+        let mut buf = Buf::<1024>::new();
+        let g = configure(&EVENTS);
+        let _ = writeln!(buf, "g_configure={g}");
+        let mut before = [0u64; CPUS_WORDS];
+        let mut after = [0u64; CPUS_WORDS];
+        let then = baremark_sdk::system_read_cpus(&mut before);
+        let mut ids = [0u64; 3];
+        for (i, id) in ids.iter_mut().enumerate() {
+            *id = baremark_sdk::thread::start(i as u64 + 1, thread_spin, i as u64 + 1)
+                .unwrap_or(u64::MAX);
+        }
+        for id in ids {
+            let _ = baremark_sdk::thread::join(id);
+        }
+        let now = baremark_sdk::system_read_cpus(&mut after);
+        let (Ok(then), Ok(now)) = (then, now) else {
+            let _ = write!(buf, "read_failed=1");
+            let _ = baremark_sdk::report(buf.as_str());
+            return 1;
+        };
+        let _ = writeln!(buf, "g_read={}", now.generation());
+        let (mut rows, mut stale) = (0, 0);
+        for (cpu, is_stale, counts) in now.cpus() {
+            let old = then
+                .cpus()
+                .find(|r| r.0 == cpu)
+                .map_or(&[0u64; 3][..], |r| r.2);
+            rows += 1;
+            stale += u64::from(is_stale);
+            let _ = writeln!(
+                buf,
+                "cpu_u_{cpu}={}\ncpu_k_{cpu}={}\ncpu_all_{cpu}={}",
+                counts[0] - old[0],
+                counts[1] - old[1],
+                counts[2] - old[2]
+            );
+        }
+        let (t1, t0) = (now.total(), then.total());
+        let _ = write!(
+            buf,
+            "rows={rows}\nstale={stale}\ntotal_u={}\ntotal_k={}\ntotal_all={}",
+            t1[0] - t0[0],
+            t1[1] - t0[1],
+            t1[2] - t0[2]
+        );
+        let _ = baremark_sdk::report(buf.as_str());
+        configure(&[]);
+        0
+    }
+
     fn observer(refused: i64) -> i64 {
         let mut buf = Buf::<256>::new();
         let own = code(baremark_sdk::counters_configure(&[EVENTS[0]]));
@@ -84,7 +164,7 @@ mod body {
             "observer=1\nsystem_configure={refused}\nown_configure={own}\ng_read={g}"
         );
         let _ = baremark_sdk::report(buf.as_str());
-        spin(N);
+        spin(digit() * N);
         0
     }
 
@@ -121,6 +201,9 @@ mod body {
     pub fn run(arg: u64) -> i64 {
         if arg != 0 {
             return child_run(arg);
+        }
+        if is_cpus_mode() {
+            return per_cpu();
         }
         let g = configure(&EVENTS);
         if g < 0 {

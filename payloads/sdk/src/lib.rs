@@ -62,6 +62,9 @@ pub mod nr {
 /// (time-multiplexed; docs/syscall-abi.md "Multiplexing").
 pub const CONFIGURE_MULTIPLEX: u64 = 1;
 
+/// `system_read` flag: the per-CPU form ([`system_read_cpus`](crate::system_read_cpus)).
+pub const SYSTEM_READ_PER_CPU: u64 = 1;
+
 /// One event of [`counters_read_scaled`](crate::counters_read_scaled): what it counted while on
 /// a counter, and for how long of the time it was enabled (virtual TSC ticks).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

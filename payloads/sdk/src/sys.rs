@@ -326,6 +326,53 @@ pub fn system_read(values: &mut [u64]) -> Result<(u64, u64, usize), Error> {
     Ok((buf[0], buf[1], n))
 }
 
+/// [`system_read_cpus`]'s answer, a view of the caller's buffer: `{generation, tsc, n, m,
+/// total[n], m x {cpu, flags, counts[n]}}` (docs/syscall-abi.md, `system_read`).
+#[derive(Clone, Copy, Debug)]
+pub struct SystemCpus<'a> {
+    words: &'a [u64],
+}
+
+impl<'a> SystemCpus<'a> {
+    pub fn generation(&self) -> u64 {
+        self.words[0]
+    }
+    /// TSC ticks since the configuration (the reading CPU's).
+    pub fn tsc(&self) -> u64 {
+        self.words[1]
+    }
+    fn n(&self) -> usize {
+        self.words[2] as usize
+    }
+    /// Per entry, the sum over the CPUs.
+    pub fn total(&self) -> &'a [u64] {
+        &self.words[4..4 + self.n()]
+    }
+    /// Every CPU's row: `(cpu, stale, counts)`; `stale`: it did not answer, the counts are its
+    /// last read's.
+    pub fn cpus(&self) -> impl Iterator<Item = (u64, bool, &'a [u64])> + 'a {
+        let n = self.n();
+        let words = self.words;
+        (0..words[3] as usize).map(move |i| {
+            let row = &words[4 + n + i * (2 + n)..4 + n + (i + 1) * (2 + n)];
+            (row[0], row[1] & 1 != 0, &row[2..])
+        })
+    }
+}
+
+/// `system_read` in its per-CPU form (into `buf`, whose length bounds the CPUs and entries:
+/// `4 + n + m(2 + n)` words): every CPU's counts and their sum. `Err(NoEnt)` without system
+/// counters, `Err(NoSpace)` if `buf` is short.
+pub fn system_read_cpus(buf: &mut [u64]) -> Result<SystemCpus<'_>, Error> {
+    Error::check(syscall3(
+        nr::SYSTEM_READ,
+        buf.as_mut_ptr() as u64,
+        (buf.len() * 8) as u64,
+        crate::SYSTEM_READ_PER_CPU,
+    ))?;
+    Ok(SystemCpus { words: buf })
+}
+
 /// `spawn` flag: add the child's counts (and virtual TSC) into the caller's when it ends.
 pub const SPAWN_ADD_CHILD: u64 = 1;
 

@@ -145,7 +145,7 @@ impl Running {
             },
             nr::COUNTERS_NOTIFY => self.counters_notify(a, b),
             nr::SYSTEM_CONFIGURE => self.system_configure(a, b),
-            nr::SYSTEM_READ => self.system_read(a, b),
+            nr::SYSTEM_READ => self.system_read(a, b, self.ctx.rdx),
             nr::COUNTERS_THRESHOLD => self.counters_threshold(a, b),
             // Outside a handler (inside, it returned above).
             nr::NOTIFY_RETURN => EINVAL,

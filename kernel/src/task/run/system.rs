@@ -5,19 +5,22 @@
 
 use alloc::vec::Vec;
 
-use super::super::abi::{EBUSY, EFAULT, EINVAL, ENOENT, EPERM};
+use super::super::abi::{
+    CpuRow, EBUSY, EFAULT, EINVAL, ENOENT, EPERM, SYSTEM_READ_PER_CPU, system_cpus_buffer,
+};
 use super::super::system::Holder;
 use super::Running;
 use super::policy::system_events;
 use crate::output::console::record;
+use crate::output::record::Record;
 use crate::say;
 use crate::task::system_mode;
 
-/// The system counters' 64-bit counts at a moment: `(generation, entries, counts, tsc)`.
-pub(super) type Reading = (u64, Vec<u64>, Vec<u64>, u64);
+/// The system counters' 64-bit counts at a moment, per CPU and their sum.
+pub(super) type Reading = system_mode::Reading;
 
 fn reading() -> Option<Reading> {
-    system_mode::read().map(|(g, words, v)| (g, words, v.counters().to_vec(), v.tsc))
+    system_mode::read()
 }
 
 /// Before the payloads: run.cfg `system` takes the system counters (an `error` record if it
@@ -49,40 +52,69 @@ pub(super) fn start_run() -> Option<Reading> {
 }
 
 /// A `system_counts` record: what the system counters counted between `from` and now, for
-/// `scope` (`payload`, with its task, or `run`). Returns the reading now.
+/// `scope` (`payload`, with its task, or `run`), summed over the CPUs, then a
+/// `system_cpu_counts` record per CPU. Returns the reading now.
 pub(super) fn report(scope: &str, task: Option<super::Task>, from: &Reading) -> Option<Reading> {
     let now = reading()?;
-    let (generation, words, counts, tsc) = &now;
-    let deltas: Vec<u64> = counts
-        .iter()
-        .zip(&from.2)
-        .map(|(n, b)| n.wrapping_sub(*b))
-        .collect();
-    let same = *generation == from.0;
+    let delta = |now: &[u64], then: Option<&[u64]>| -> Vec<u64> {
+        now.iter()
+            .enumerate()
+            .map(|(i, n)| n.wrapping_sub(then.and_then(|t| t.get(i)).copied().unwrap_or(0)))
+            .collect()
+    };
+    let deltas = delta(&now.total, Some(&from.total));
+    let same = now.generation == from.generation;
+    let cpu_list: Vec<u64> = now.cpus.iter().map(|c| c.cpu as u64).collect();
     record("system_counts", |r| {
         let r = r
             .str("scope", scope)
             .u64("cpu", crate::platform::cpus::current() as u64);
-        let r = match task {
-            Some(t) => r.str("task", t.name).u64("task_index", t.index),
-            None => r.null("task").null("task_index"),
-        };
-        r.u64("generation", *generation)
+        with_task(r, task)
+            .u64("generation", now.generation)
             .bool("same_generation", same)
-            .u64_array("events", words)
+            .u64_array("events", &now.words)
             .u64_array("counts", &deltas)
-            .u64("tsc", tsc.wrapping_sub(from.3))
+            .u64("tsc", now.tsc.wrapping_sub(from.tsc))
+            .u64_array("cpus", &cpu_list)
     });
+    for row in &now.cpus {
+        let before = from.cpus.iter().find(|c| c.cpu == row.cpu);
+        let counts = delta(&row.counts, before.map(|b| &b.counts[..]));
+        let tsc = row.tsc.wrapping_sub(before.map_or(0, |b| b.tsc));
+        record("system_cpu_counts", |r| {
+            let r = r.str("scope", scope);
+            with_task(r, task)
+                .u64("cpu", row.cpu as u64)
+                .str("core_type", crate::platform::cpus::core_type_name(row.cpu))
+                .u64("generation", now.generation)
+                .u64_array("counts", &counts)
+                .u64("tsc", tsc)
+                .bool("stale", row.stale || before.is_some_and(|b| b.stale))
+        });
+    }
     let what = task.map_or(alloc::string::String::from("the run"), |t| {
         alloc::format!("{} (#{})", t.name, t.index)
     });
-    let list: Vec<alloc::string::String> = words
+    let list: Vec<alloc::string::String> = now
+        .words
         .iter()
         .zip(&deltas)
         .map(|(w, d)| alloc::format!("{w:#x} {d}"))
         .collect();
-    say!("system {what}: {}", list.join(" | "));
+    say!(
+        "system {what}: {} ({} CPUs)",
+        list.join(" | "),
+        now.cpus.len()
+    );
     Some(now)
+}
+
+/// The record's `task` and `task_index` (null for the run).
+fn with_task(r: Record<'_>, task: Option<super::Task>) -> Record<'_> {
+    match task {
+        Some(t) => r.str("task", t.name).u64("task_index", t.index),
+        None => r.null("task").null("task_index"),
+    }
 }
 
 /// After the payloads: the run's total, and the counters given back.
@@ -127,15 +159,29 @@ impl Running {
         }
     }
 
-    /// `system_read(ptr, len)`: `{generation, tsc, n, counts[n]}`; `ENOENT` without system
-    /// counters.
-    pub(super) fn system_read(&mut self, ptr: u64, len: u64) -> i64 {
-        let Some((generation, _, counts, tsc)) = reading() else {
+    /// `system_read(ptr, len, flags)`: `{generation, tsc, n, counts[n]}` (the sum over the
+    /// CPUs), or with [`SYSTEM_READ_PER_CPU`] the per-CPU form; `ENOENT` without system
+    /// counters, `EINVAL` for other flags.
+    pub(super) fn system_read(&mut self, ptr: u64, len: u64, flags: u64) -> i64 {
+        if flags & !SYSTEM_READ_PER_CPU != 0 {
+            return EINVAL;
+        }
+        let Some(now) = reading() else {
             return ENOENT;
         };
-        match super::super::abi::counters_buffer(generation, tsc, &counts, len) {
+        let buf = if flags & SYSTEM_READ_PER_CPU != 0 {
+            let rows: Vec<CpuRow<'_>> = now
+                .cpus
+                .iter()
+                .map(|c| (c.cpu as u64, c.stale, &c.counts[..]))
+                .collect();
+            system_cpus_buffer(now.generation, now.tsc, &now.total, &rows, len)
+        } else {
+            super::super::abi::counters_buffer(now.generation, now.tsc, &now.total, len)
+        };
+        match buf {
             Ok(buf) => match self.copy_out(ptr, &buf) {
-                0 => counts.len() as i64,
+                0 => now.total.len() as i64,
                 e => e,
             },
             Err(e) => e,
