@@ -135,8 +135,9 @@ pub const DICTIONARY: [u64; 40] = [
 /// syscalls that write (docs/syscall-abi.md), with the length their contract allows.
 pub fn may_write(nr: u64, args: &[u64; 6]) -> Option<(u64, u64)> {
     match nr {
-        // counters_read, bench_plan, args, counters_read_scaled, system_read
-        6 | 14 | 19 | 23 | 25 => Some((args[0], args[1])),
+        // counters_read, bench_plan, args, counters_read_scaled, system_read, cpus (28 is
+        // past NR_MAX, among the numbers tried as unknown: it writes at most `len` bytes)
+        6 | 14 | 19 | 23 | 25 | 28 => Some((args[0], args[1])),
         11 => Some((args[0], 16)), // time
         _ => None,
     }
