@@ -431,7 +431,12 @@ fn per_cpu_rows(res: &Results, event: &str, cpus: &[(u64, Option<String>)]) -> V
 
 /// Why an event counted on some CPUs was not on others (a hybrid part's other core type): one
 /// line per event and CPU, with the kernel's reason.
-fn not_supported_by_cpu(out: &mut String, res: &Results, columns: &[&str], cpus: &[(u64, Option<String>)]) {
+fn not_supported_by_cpu(
+    out: &mut String,
+    res: &Results,
+    columns: &[&str],
+    cpus: &[(u64, Option<String>)],
+) {
     for event in columns {
         for c in cpus {
             let reason = res
