@@ -682,9 +682,19 @@ pub fn summary(res: &Results) -> String {
 pub fn render(res: &Results, detail: bool) -> String {
     let mut out = header(res);
     if detail || res.benchmarks.len() <= 1 {
+        // On several CPUs (`--cpus`) every table names its CPU, the boot CPU's too.
+        let several = !cpus_of_suite(res).is_empty();
         for b in &res.benchmarks {
             out.push('\n');
-            out.push_str(&benchmark(b));
+            let table = benchmark(b);
+            match (several, b.cpu) {
+                (true, Some(0)) if b.placement().is_none() => out.push_str(&table.replacen(
+                    &format!("'{}' (", b.title()),
+                    &format!("'{}' on cpu 0 (", b.title()),
+                    1,
+                )),
+                _ => out.push_str(&table),
+            }
         }
     } else {
         out.push('\n');
@@ -806,6 +816,15 @@ mod tests {
                 "\n tsc         cpu 0         cpu 1         cpu 3\n a    2.000 ±0.00%  2.000 ±0.00%  2.000 ±0.00%\n b    2.000 ±0.00%  2.000 ±0.00%             -\n"
             ),
             "{s}"
+        );
+        let detail = render(&res, true);
+        assert!(
+            detail.contains("for 'a' on cpu 0 (10 iterations"),
+            "{detail}"
+        );
+        assert!(
+            detail.contains("for 'a' on cpu 3 (10 iterations"),
+            "{detail}"
         );
         // On a hybrid part the heading names the core type.
         let res = bench_log(&[("a", 0, "core"), ("a", 2, "atom")], true);

@@ -463,3 +463,43 @@ fn each_core_type_counts_its_own_events() {
         "{all}"
     );
 }
+
+/// `count --cpus all`: one payload on each CPU in turn, a table for each naming its CPU.
+#[test]
+fn count_on_every_cpu_prints_a_table_per_cpu() {
+    emulated_qemu_ready();
+    let dir = tempfile::tempdir().unwrap();
+    let out = baremark(
+        dir.path(),
+        &[
+            "count",
+            "add-latency",
+            "--pmu",
+            "emulated",
+            "--smp",
+            "2",
+            "--cpus",
+            "all",
+            "--reps",
+            "5",
+            "--events",
+            "instructions",
+            "--timeout",
+            "240",
+        ],
+    );
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{all}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    for cpu in 0..2 {
+        let table = stdout
+            .split(" Performance counter stats for ")
+            .find(|t| t.starts_with(&format!("'add-latency' on cpu {cpu} (")))
+            .unwrap_or_else(|| panic!("no table for CPU {cpu}: {all}"));
+        let line = table
+            .lines()
+            .find(|l| l.contains(" instructions "))
+            .unwrap();
+        assert!(line.trim_start().starts_with("10.00 "), "{line}");
+    }
+}
