@@ -80,6 +80,12 @@ pub struct PayloadArgs {
     /// syscall, e.g. `--args fuzz-syscalls="seed=7 calls=100000"`).
     #[arg(long = "args", value_name = "NAME=TEXT")]
     pub args: Vec<String>,
+    /// Run the payloads on each of these CPUs in turn, the others idle: CPU indexes and ranges
+    /// (`0,2-3`), `all` (every CPU started) or `each-type` (one CPU of each core type on a
+    /// hybrid part, else CPU 0); the summary gets a column per CPU. A payload pinned with
+    /// `NAME@CPU` still runs once, there.
+    #[arg(long = "cpus", value_name = "LIST|all|each-type", value_parser = crate::image::CpuSet::parse)]
+    pub cpus: Option<crate::image::CpuSet>,
 }
 
 /// The longest `--args` text (the kernel's `ARGS_MAX`).
@@ -160,6 +166,34 @@ pub fn check_pins_fit(pins: &[Pin], smp: u32) -> Result<()> {
     check_cpus_fit(pins, smp, |name, cpu| {
         format!("payload `{name}` is pinned to CPU {cpu}")
     })
+}
+
+/// Refuses a `--cpus` list naming CPUs a QEMU machine with `smp` CPUs does not have, before it
+/// boots.
+pub fn check_cpu_set_fits(cpus: Option<&crate::image::CpuSet>, smp: u32) -> Result<()> {
+    let Some(crate::image::CpuSet::List(list)) = cpus else {
+        return Ok(());
+    };
+    let Some(&last) = list.last() else {
+        return Ok(());
+    };
+    if last >= smp as usize {
+        let have = if smp == 1 {
+            "QEMU gets 1 CPU (index 0, the boot CPU)".to_string()
+        } else {
+            format!("QEMU gets {smp} CPUs (indexes 0 to {})", smp - 1)
+        };
+        let hint = if last < crate::image::SMP_MAX as usize {
+            format!("add --smp {} (or more), or give --cpus all", last + 1)
+        } else {
+            format!(
+                "QEMU's q35 machine has at most {} CPUs",
+                crate::image::SMP_MAX
+            )
+        };
+        bail!("--cpus names CPU {last}, but {have}: {hint}");
+    }
+    Ok(())
 }
 
 /// Refuses background payloads (`--background`) on CPUs a QEMU machine with `smp` CPUs does not

@@ -110,6 +110,9 @@ pub struct RunConfig {
     /// CPU (1 or more) and runs while the others do, and is stopped when they are done (a noisy
     /// neighbour; its end is a `task_stopped` record). `(payload name, CPU index)`, in order.
     pub background: Vec<(String, usize)>,
+    /// The CPUs the foreground payloads run on, each in turn (`cpus = all | each-type |
+    /// 0,2-3`; `--cpus`): the kernel resolves `all` and `each-type` from the CPUs it started.
+    pub cpus: Option<CpuSet>,
     /// Test-only: an APIC ID with nothing behind it, started like a CPU of the MADT
     /// (`test_phantom_cpu`), to see a CPU that does not answer reported.
     pub test_phantom_cpu: Option<u32>,
@@ -136,6 +139,7 @@ impl Default for RunConfig {
             sample: None,
             pins: Vec::new(),
             background: Vec::new(),
+            cpus: None,
             test_phantom_cpu: None,
         }
     }
@@ -199,6 +203,9 @@ impl RunConfig {
                 .collect();
             let _ = writeln!(s, "background = {}", background.join(","));
         }
+        if let Some(cpus) = &self.cpus {
+            let _ = writeln!(s, "cpus = {}", cpus.to_text());
+        }
         if let Some(id) = self.test_phantom_cpu {
             let _ = writeln!(s, "test_phantom_cpu = {id}");
         }
@@ -206,6 +213,103 @@ impl RunConfig {
             let _ = writeln!(s, "{line}");
         }
         s
+    }
+}
+
+/// The CPUs a run's foreground payloads run on, each in turn (`--cpus`, run.cfg `cpus`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CpuSet {
+    /// These CPU indexes, ascending, each once.
+    List(Vec<usize>),
+    /// Every CPU the kernel started.
+    All,
+    /// One CPU of each core type (hybrid parts: a Core and an Atom CPU; else CPU 0).
+    EachType,
+}
+
+impl CpuSet {
+    /// Parses `all`, `each-type`, or CPU indexes and ranges such as `0,2-3` (ascending, each
+    /// CPU once, below [`PIN_CPU_MAX`]), as the kernel does run.cfg `cpus`.
+    pub fn parse(text: &str) -> Result<CpuSet, String> {
+        let text = text.trim();
+        match text {
+            "all" => return Ok(CpuSet::All),
+            "each-type" => return Ok(CpuSet::EachType),
+            "" => return Err("give `all`, `each-type` or CPU indexes such as 0,2-3".into()),
+            _ => {}
+        }
+        let mut cpus: Vec<usize> = Vec::new();
+        for part in text.split(',') {
+            let part = part.trim();
+            let (lo, hi) = part.split_once('-').unwrap_or((part, part));
+            let index = |t: &str| -> Result<usize, String> {
+                let t = t.trim();
+                if t.is_empty() || !t.bytes().all(|b| b.is_ascii_digit()) {
+                    return Err(format!(
+                        "`{part}` is not a CPU index or a range (e.g. 2 or 2-3; or give `all` or \
+                         `each-type`)"
+                    ));
+                }
+                match t.parse::<usize>() {
+                    Ok(n) if n < PIN_CPU_MAX => Ok(n),
+                    _ => Err(format!(
+                        "CPU {t} is past the kernel's {PIN_CPU_MAX} CPUs (indexes 0 to {})",
+                        PIN_CPU_MAX - 1
+                    )),
+                }
+            };
+            let (lo, hi) = (index(lo)?, index(hi)?);
+            if lo > hi {
+                return Err(format!("`{part}`: a range goes up (e.g. {hi}-{lo})"));
+            }
+            if let Some(&last) = cpus.last()
+                && lo <= last
+            {
+                return Err(format!(
+                    "`{part}`: give each CPU once, in ascending order (CPU {} comes after {last})",
+                    lo
+                ));
+            }
+            cpus.extend(lo..=hi);
+        }
+        Ok(CpuSet::List(cpus))
+    }
+
+    /// The run.cfg text.
+    pub fn to_text(&self) -> String {
+        match self {
+            CpuSet::All => "all".into(),
+            CpuSet::EachType => "each-type".into(),
+            CpuSet::List(cpus) => {
+                // Consecutive indexes as ranges, as they were most likely given.
+                let mut parts: Vec<String> = Vec::new();
+                let mut i = 0;
+                while i < cpus.len() {
+                    let mut j = i;
+                    while j + 1 < cpus.len() && cpus[j + 1] == cpus[j] + 1 {
+                        j += 1;
+                    }
+                    parts.push(if j == i {
+                        cpus[i].to_string()
+                    } else {
+                        format!("{}-{}", cpus[i], cpus[j])
+                    });
+                    i = j + 1;
+                }
+                parts.join(",")
+            }
+        }
+    }
+
+    /// The CPUs a machine with `smp` CPUs runs on (`all`: every one; `each-type`: CPU 0 in
+    /// QEMU, whose CPUs are of one type unless the emulated PMU's hybrid mode says otherwise,
+    /// so the kernel decides). `None` where only the kernel can tell.
+    pub fn known_count(&self, smp: u32) -> Option<usize> {
+        match self {
+            CpuSet::List(c) => Some(c.len()),
+            CpuSet::All => Some(smp as usize),
+            CpuSet::EachType => None,
+        }
     }
 }
 
@@ -629,6 +733,34 @@ fn stage_3_with_own_stack(stage_3: &[u8]) -> Result<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cpu_sets_parse_write_and_refuse_mistakes() {
+        assert_eq!(CpuSet::parse("0,2-3"), Ok(CpuSet::List(vec![0, 2, 3])));
+        assert_eq!(CpuSet::parse("all"), Ok(CpuSet::All));
+        assert_eq!(CpuSet::parse("each-type"), Ok(CpuSet::EachType));
+        assert_eq!(CpuSet::parse("0,2-3").unwrap().to_text(), "0,2-3");
+        assert_eq!(CpuSet::parse("1,2,3,5").unwrap().to_text(), "1-3,5");
+        for (bad, says) in [
+            ("", "give `all`, `each-type`"),
+            ("x", "`x` is not a CPU index or a range"),
+            ("1,", "`` is not a CPU index"),
+            ("3-2", "a range goes up (e.g. 2-3)"),
+            ("2,1", "in ascending order (CPU 1 comes after 2)"),
+            ("0-2,2", "give each CPU once"),
+            ("512", "past the kernel's 512 CPUs"),
+            ("-1", "`-1` is not a CPU index"),
+            ("every", "`every` is not a CPU index"),
+        ] {
+            let e = CpuSet::parse(bad).unwrap_err();
+            assert!(e.contains(says), "{bad}: {e}");
+        }
+        let config = RunConfig {
+            cpus: Some(CpuSet::All),
+            ..RunConfig::default()
+        };
+        assert!(config.to_text().contains("\ncpus = all\n"));
+    }
 
     #[test]
     fn background_is_written_and_checked_as_the_kernel_reads_it() {

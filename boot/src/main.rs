@@ -313,6 +313,11 @@ struct MeasureArgs {
     /// CPUs with --smp). `count NAME@CPU` says the same.
     #[arg(long, value_name = "CPU", value_parser = parse_cpu_index)]
     on_cpu: Option<usize>,
+    /// Run it on each of these CPUs in turn: indexes and ranges (`0,2-3`), `all` or
+    /// `each-type` (one CPU of each core type), like `run --cpus`; a table per CPU.
+    #[arg(long, value_name = "LIST|all|each-type", value_parser = baremark::image::CpuSet::parse,
+          conflicts_with = "on_cpu")]
+    cpus: Option<baremark::image::CpuSet>,
     #[command(flatten)]
     output: OutputArgs,
     /// Also print the kernel's text lines and the raw records.
@@ -479,6 +484,7 @@ fn prepare_boot(args: QemuArgs, config: RunConfig) -> Result<(BootRequest, Strin
     if !args.qemu_args.iter().any(|a| a == "-smp") {
         content::check_pins_fit(&config.pins, args.smp)?;
         content::check_background_fit(&config.background, args.smp)?;
+        content::check_cpu_set_fits(config.cpus.as_ref(), args.smp)?;
     }
     qemu.extra_args = args.qemu_args;
     qemu.timeout = Duration::from_secs(args.timeout);
@@ -784,6 +790,7 @@ fn run(args: RunArgs) -> Result<ExitCode> {
         extra_members: arg_members,
         pins,
         background,
+        cpus: args.payloads.cpus.clone(),
         test: args.test,
         test_phantom_cpu: args.test_phantom_cpu,
         timer_checks: !args.no_timer_checks,
@@ -922,6 +929,13 @@ fn count(args: CountArgs) -> Result<ExitCode> {
         (Some(a), _) => measure.on_cpu = Some(a),
         _ => {}
     }
+    if let (Some(cpu), Some(cpus)) = (measure.on_cpu, &measure.cpus) {
+        bail!(
+            "count {}: CPU {cpu} there, but --cpus {}: give one",
+            args.payload,
+            cpus.to_text()
+        );
+    }
     let path = PathBuf::from(name);
     let payload = if path.is_file() || name.ends_with(".elf") {
         content::read_payload_file(&path)?
@@ -947,6 +961,7 @@ fn measure_one(payload: content::NamedElf, m: MeasureArgs) -> Result<(RunOutcome
         on_end: OnEnd::QemuExit,
         payloads: vec![payload],
         pins: pins.into_iter().collect(),
+        cpus: m.cpus.clone(),
         task_budget_ms: m.task_budget_ms,
         ..RunConfig::default()
     };
@@ -1095,6 +1110,7 @@ fn write_images(args: ImageArgs) -> Result<()> {
         on_end: args.on_end,
         extra_members: arg_members,
         pins,
+        cpus: args.payloads.cpus.clone(),
         payloads,
         task_budget_ms: args.task_budget_ms,
         selftest: args.selftest,

@@ -67,6 +67,8 @@ pub enum Line {
         event: String,
         /// The benchmark (perf's cgroup field).
         cgroup: String,
+        /// The CPU it ran on, when the results span several (perf stat -A's first field).
+        cpu: Option<u64>,
         /// Standard deviation in percent of the mean.
         variance: f64,
         runtime_ns: u64,
@@ -76,6 +78,7 @@ pub enum Line {
     /// fields being empty").
     Metric {
         cgroup: String,
+        cpu: Option<u64>,
         value: f64,
         unit: String,
     },
@@ -91,7 +94,8 @@ pub enum Line {
 
 /// perf's fields in CSV column order, by their JSON keys: every line of both formats is one
 /// value (or none) for each, from [`Line::cells`].
-const FIELDS: [&str; 9] = [
+const FIELDS: [&str; 10] = [
+    "cpu",
     "counter-value",
     "unit",
     "event",
@@ -116,6 +120,8 @@ enum Cell<'a> {
     Percent(f64),
     Int(u64),
     Text(&'a str),
+    /// perf stat -A's CPU: `CPU3` in CSV, `"3"` in JSON.
+    Cpu(u64),
 }
 
 impl Cell<'_> {
@@ -128,6 +134,7 @@ impl Cell<'_> {
             Cell::Percent(v) => format!("{v:.2}"),
             Cell::Int(n) => n.to_string(),
             Cell::Text(s) => s.to_string(),
+            Cell::Cpu(n) => format!("CPU{n}"),
         }
     }
 
@@ -139,6 +146,7 @@ impl Cell<'_> {
             Cell::Variance(v) | Cell::Percent(v) => format!("{v:.2}"),
             Cell::Int(n) => n.to_string(),
             Cell::Text(s) => jstr(s),
+            Cell::Cpu(n) => jstr(&n.to_string()),
         }
     }
 }
@@ -153,10 +161,12 @@ impl Line {
                 unit,
                 event,
                 cgroup,
+                cpu,
                 variance,
                 runtime_ns,
                 pcnt_running,
             } => [
+                cpu.map(Cell::Cpu),
                 Some(Cell::Count(*count)),
                 Some(Cell::Text(unit)),
                 Some(Cell::Text(event)),
@@ -185,9 +195,11 @@ impl Line {
             ],
             Line::Metric {
                 cgroup,
+                cpu,
                 value,
                 unit,
             } => [
+                cpu.map(Cell::Cpu),
                 None,
                 None,
                 None,
@@ -206,16 +218,27 @@ impl Line {
 /// first), then its derived metrics that have a value.
 pub fn lines(res: &Results) -> Vec<Line> {
     let mut out = Vec::new();
+    // Like `perf stat -A`: the CPU on every line when the benchmarks ran on more than one.
+    let mut cpus: Vec<u64> = res.benchmarks.iter().filter_map(|b| b.cpu).collect();
+    cpus.sort_unstable();
+    cpus.dedup();
+    let per_cpu = cpus.len() > 1;
     for b in &res.benchmarks {
         let cgroup = b.title();
+        let cpu = b.cpu.filter(|_| per_cpu);
         for r in &b.typed {
-            out.push(counter_line(b, r, res.machine.tsc_hz, &cgroup));
+            let mut line = counter_line(b, r, res.machine.tsc_hz, &cgroup);
+            if let Line::Counter { cpu: c, .. } = &mut line {
+                *c = cpu;
+            }
+            out.push(line);
         }
         for m in &b.typed_metrics {
             // perf prints no line for a metric it cannot compute; the reason is in --json.
             if let Some(value) = m.value.filter(|v| v.is_finite()) {
                 out.push(Line::Metric {
                     cgroup: cgroup.clone(),
+                    cpu,
                     value,
                     unit: m.name.clone(),
                 });
@@ -276,6 +299,7 @@ fn counter_line(b: &Benchmark, r: &ResultRec, tsc_hz: Option<u64>, cgroup: &str)
         unit,
         event: r.event.clone(),
         cgroup: cgroup.to_string(),
+        cpu: None,
         variance,
         runtime_ns,
         pcnt_running,
@@ -348,9 +372,12 @@ fn csv_field(s: &str, sep: &str) -> String {
 pub fn csv(res: &Results, sep: &str) -> String {
     let mut out = String::new();
     for line in lines(res) {
-        let quoted: Vec<String> = line
-            .cells()
+        let cells = line.cells();
+        // The CPU field only when the lines carry it (perf stat -A), else perf's nine.
+        let skip = usize::from(cells[0].is_none());
+        let quoted: Vec<String> = cells
             .into_iter()
+            .skip(skip)
             .map(|c| csv_field(&c.map(Cell::csv).unwrap_or_default(), sep))
             .collect();
         if let Line::System { cpu, .. } = line {
@@ -642,5 +669,27 @@ mod tests {
             last,
             serde_json::json!({"cgroup": "b", "metric-value": "1.250000", "metric-unit": "ipc"})
         );
+    }
+
+    #[test]
+    fn results_on_several_cpus_carry_the_cpu_as_perf_stat_a_does() {
+        let on = |cpu: u64| {
+            let r = result("b", "tsc", "ticks", Some(stats(4, 1.0, 1.0, 0.0)), "");
+            format!("{},\"cpu\":{cpu}}}", r.trim_end_matches('}'))
+        };
+        let res = results(&[on(0), on(3)]);
+        assert_eq!(res.benchmarks.len(), 2);
+        let out = csv(&res, ",");
+        let rows: Vec<Vec<&str>> = out.lines().map(|l| fields(l, ",")).collect();
+        assert_eq!(rows[0][..4], ["CPU0", "1", "ticks", "tsc"], "{out}");
+        assert_eq!(rows[1][..5], ["CPU3", "1", "ticks", "tsc", "b"], "{out}");
+        assert!(rows.iter().all(|r| r.len() == 10), "{out}");
+        let json = json_lines(&res);
+        let last: serde_json::Value = serde_json::from_str(json.lines().last().unwrap()).unwrap();
+        assert_eq!(last["cpu"], "3", "{json}");
+        // One CPU: perf's nine fields, no CPU.
+        let res = results(&[on(3)]);
+        assert_eq!(fields(csv(&res, ",").lines().next().unwrap(), ",").len(), 9);
+        assert!(!json_lines(&res).contains("\"cpu\""));
     }
 }

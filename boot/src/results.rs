@@ -485,16 +485,20 @@ impl Results {
     fn bench(&mut self, r: &Record) -> &mut Benchmark {
         let payload = r.str("payload").unwrap_or("?");
         let bench = r.str("bench").unwrap_or("?");
-        let pos = self
-            .benchmarks
-            .iter()
-            .rposition(|b| b.payload == payload && b.bench == bench);
+        // The same benchmark run on several CPUs (`--cpus`) is one benchmark per CPU.
+        let cpu = r.u64("cpu");
+        let pos = self.benchmarks.iter().rposition(|b| {
+            b.payload == payload
+                && b.bench == bench
+                && (cpu.is_none() || b.cpu.is_none() || b.cpu == cpu)
+        });
         let pos = match pos {
             Some(p) => p,
             None => {
                 self.benchmarks.push(Benchmark {
                     payload: payload.to_string(),
                     bench: bench.to_string(),
+                    cpu,
                     ..Benchmark::default()
                 });
                 self.benchmarks.len() - 1

@@ -361,6 +361,121 @@ fn summary_cell(r: Option<&ResultRec>, overhead_row: bool) -> String {
     }
 }
 
+/// The CPUs of a run that measured some benchmark on more than one CPU (`--cpus`), with the
+/// core type of each on a hybrid part, in index order; empty otherwise.
+fn cpus_of_suite(res: &Results) -> Vec<(u64, Option<String>)> {
+    let mut cpus: Vec<(u64, Option<String>)> = Vec::new();
+    for b in &res.benchmarks {
+        let Some(c) = b.cpu else { continue };
+        if !cpus.iter().any(|(i, _)| *i == c) {
+            let t = b.core_type.clone().filter(|t| t != "uniform");
+            cpus.push((c, t));
+        }
+    }
+    cpus.sort();
+    let repeated = res.benchmarks.iter().enumerate().any(|(i, b)| {
+        res.benchmarks[..i]
+            .iter()
+            .any(|a| a.title() == b.title() && a.cpu != b.cpu)
+    });
+    if repeated { cpus } else { Vec::new() }
+}
+
+/// A CPU's column heading: `cpu 3`, `cpu 3 (atom)` on a hybrid part.
+fn cpu_heading((cpu, core_type): &(u64, Option<String>)) -> String {
+    match core_type {
+        Some(t) => format!("cpu {cpu} ({t})"),
+        None => format!("cpu {cpu}"),
+    }
+}
+
+/// One event's table of a run on several CPUs: the event's name over the benchmarks, a column
+/// per CPU; `-` where the benchmark did not run on that CPU.
+fn per_cpu_rows(res: &Results, event: &str, cpus: &[(u64, Option<String>)]) -> Vec<Vec<String>> {
+    let mut header = vec![event.to_string()];
+    header.extend(cpus.iter().map(cpu_heading));
+    let mut rows = vec![header];
+    let mut seen: Vec<String> = Vec::new();
+    for b in &res.benchmarks {
+        let title = b.title();
+        if seen.contains(&title) {
+            continue;
+        }
+        seen.push(title.clone());
+        let overhead_row = is_overhead_row(b);
+        let mut name = if overhead_row {
+            format!("{title} (the overhead)")
+        } else {
+            title.clone()
+        };
+        let same: Vec<&Benchmark> = res
+            .benchmarks
+            .iter()
+            .filter(|o| o.title() == title)
+            .collect();
+        if same.iter().any(|o| !o.incomplete.is_empty()) {
+            name.push_str(" (incomplete)");
+        }
+        let mut row = vec![name];
+        for (cpu, _) in cpus {
+            let on = same.iter().rev().find(|o| o.cpu == Some(*cpu));
+            row.push(match on {
+                Some(o) => summary_cell(o.result(event), is_overhead_row(o)),
+                None => "-".into(),
+            });
+        }
+        rows.push(row);
+    }
+    rows
+}
+
+/// Why an event counted on some CPUs was not on others (a hybrid part's other core type): one
+/// line per event and CPU, with the kernel's reason.
+fn not_supported_by_cpu(
+    out: &mut String,
+    res: &Results,
+    columns: &[&str],
+    cpus: &[(u64, Option<String>)],
+) {
+    for event in columns {
+        for c in cpus {
+            let reason = res
+                .benchmarks
+                .iter()
+                .filter(|b| b.cpu == Some(c.0))
+                .find_map(|b| b.result(event).filter(|r| !r.supported))
+                .map(|r| r.reason.clone().unwrap_or_else(|| "no reason given".into()));
+            if let Some(reason) = reason {
+                let _ = writeln!(
+                    out,
+                    "   {event} not supported on {}: {reason}",
+                    cpu_heading(c)
+                );
+            }
+        }
+    }
+}
+
+/// Rows as aligned lines: the first column to the left, the others to the right.
+fn table_lines(rows: &[Vec<String>]) -> String {
+    let mut out = String::new();
+    let widths: Vec<usize> = (0..rows[0].len())
+        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
+        .collect();
+    for row in rows {
+        let mut line = String::from(" ");
+        for (c, cell) in row.iter().enumerate() {
+            if c == 0 {
+                let _ = write!(line, "{cell:<w$}", w = widths[0]);
+            } else {
+                let _ = write!(line, "  {cell:>w$}", w = widths[c]);
+            }
+        }
+        let _ = writeln!(out, "{}", line.trim_end());
+    }
+    out
+}
+
 /// The suite summary: a row per benchmark, a column per event counted anywhere (median per
 /// iteration and its relative standard deviation); events no benchmark could count folded into
 /// one line; the overhead, multiplexing and interrupts as footnotes.
@@ -382,6 +497,7 @@ pub fn summary(res: &Results) -> String {
         })
     };
     let (columns, folded): (Vec<&str>, Vec<&str>) = events.iter().partition(|e| counted(e));
+    let cpus = cpus_of_suite(res);
     let mut rows: Vec<Vec<String>> = Vec::new();
     let mut header = vec!["benchmark".to_string()];
     // A `cpu` column when some benchmark ran elsewhere than the boot CPU, or the part is hybrid.
@@ -418,9 +534,6 @@ pub fn summary(res: &Results) -> String {
         );
         rows.push(row);
     }
-    let widths: Vec<usize> = (0..rows[0].len())
-        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
-        .collect();
     let per_iteration = res
         .benchmarks
         .iter()
@@ -431,29 +544,39 @@ pub fn summary(res: &Results) -> String {
         .iter()
         .flat_map(|b| &b.typed)
         .find_map(|r| r.reps);
-    let _ = writeln!(
-        out,
-        " Summary of {} benchmarks: median {} ± relative standard deviation{}; tsc in ticks\n",
-        res.benchmarks.len(),
-        if per_iteration {
-            "per iteration"
-        } else {
-            "per region"
-        },
-        reps.map_or(String::new(), |n| format!(" over {n} repetitions"))
-    );
-    for row in &rows {
-        let mut line = String::from(" ");
-        for (c, cell) in row.iter().enumerate() {
-            if c == 0 {
-                let _ = write!(line, "{cell:<w$}", w = widths[0]);
-            } else {
-                let _ = write!(line, "  {cell:>w$}", w = widths[c]);
+    let what = if per_iteration {
+        "per iteration"
+    } else {
+        "per region"
+    };
+    let over = reps.map_or(String::new(), |n| format!(" over {n} repetitions"));
+    if cpus.len() > 1 {
+        let titles = res.benchmarks.iter().fold(Vec::new(), |mut v, b| {
+            if !v.contains(&b.title()) {
+                v.push(b.title());
             }
+            v
+        });
+        let _ = writeln!(
+            out,
+            " Summary of {} benchmarks on {} CPUs: median {what} ± relative standard deviation{over}, a table per event, a column per CPU; tsc in ticks\n",
+            titles.len(),
+            cpus.len(),
+        );
+        for event in &columns {
+            let _ = write!(out, "{}", table_lines(&per_cpu_rows(res, event, &cpus)));
+            out.push('\n');
         }
-        let _ = writeln!(out, "{}", line.trim_end());
+        not_supported_by_cpu(&mut out, res, &columns, &cpus);
+    } else {
+        let _ = writeln!(
+            out,
+            " Summary of {} benchmarks: median {what} ± relative standard deviation{over}; tsc in ticks\n",
+            res.benchmarks.len(),
+        );
+        let _ = write!(out, "{}", table_lines(&rows));
+        out.push('\n');
     }
-    out.push('\n');
     if !folded.is_empty() {
         let reason = folded
             .iter()
@@ -559,9 +682,19 @@ pub fn summary(res: &Results) -> String {
 pub fn render(res: &Results, detail: bool) -> String {
     let mut out = header(res);
     if detail || res.benchmarks.len() <= 1 {
+        // On several CPUs (`--cpus`) every table names its CPU, the boot CPU's too.
+        let several = !cpus_of_suite(res).is_empty();
         for b in &res.benchmarks {
             out.push('\n');
-            out.push_str(&benchmark(b));
+            let table = benchmark(b);
+            match (several, b.cpu) {
+                (true, Some(0)) if b.placement().is_none() => out.push_str(&table.replacen(
+                    &format!("'{}' (", b.title()),
+                    &format!("'{}' on cpu 0 (", b.title()),
+                    1,
+                )),
+                _ => out.push_str(&table),
+            }
         }
     } else {
         out.push('\n');
@@ -658,6 +791,45 @@ mod tests {
         assert!(s.contains(" b          2 atom"), "{s}");
         assert!(benchmark(&res.benchmarks[0]).contains("'a' on cpu 0 (core) ("));
         assert!(header(&res).contains("4 CPUs online (hybrid"));
+    }
+
+    #[test]
+    fn a_suite_on_several_cpus_gets_a_table_per_event_and_a_column_per_cpu() {
+        let res = bench_log(
+            &[
+                ("a", 0, "uniform"),
+                ("b", 0, "uniform"),
+                ("a", 1, "uniform"),
+                ("b", 1, "uniform"),
+                ("a", 3, "uniform"),
+            ],
+            false,
+        );
+        assert_eq!(res.benchmarks.len(), 5);
+        let s = summary(&res);
+        assert!(
+            s.starts_with(" Summary of 2 benchmarks on 3 CPUs: median per iteration"),
+            "{s}"
+        );
+        assert!(
+            s.contains(
+                "\n tsc         cpu 0         cpu 1         cpu 3\n a    2.000 ±0.00%  2.000 ±0.00%  2.000 ±0.00%\n b    2.000 ±0.00%  2.000 ±0.00%             -\n"
+            ),
+            "{s}"
+        );
+        let detail = render(&res, true);
+        assert!(
+            detail.contains("for 'a' on cpu 0 (10 iterations"),
+            "{detail}"
+        );
+        assert!(
+            detail.contains("for 'a' on cpu 3 (10 iterations"),
+            "{detail}"
+        );
+        // On a hybrid part the heading names the core type.
+        let res = bench_log(&[("a", 0, "core"), ("a", 2, "atom")], true);
+        let s = summary(&res);
+        assert!(s.contains("\n tsc  cpu 0 (core)  cpu 2 (atom)\n"), "{s}");
     }
 
     #[test]

@@ -180,6 +180,7 @@ pub fn run(boot_info: &'static mut BootInfo) -> ! {
         system: config.system.clone(),
         pins: config.pins.clone(),
         background: config.background.clone(),
+        cpus: config.cpus.clone(),
     });
     let frames_before = baremark_hw::paging::frame_stats();
     if config.canary {

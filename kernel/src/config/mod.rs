@@ -12,7 +12,7 @@ use core::fmt;
 use crate::harness::stats::Overhead;
 use crate::output::results_file::ResultsFile;
 use crate::task::settings::{
-    CounterPermission, MUX_INTERVAL_US_DEFAULT, Pins, SAMPLE_MAX, SampleSpec,
+    CounterPermission, CpuChoice, MUX_INTERVAL_US_DEFAULT, Pins, SAMPLE_MAX, SampleSpec,
 };
 use crate::traps::OnEnd;
 
@@ -132,6 +132,9 @@ pub struct RunConfig {
     /// Payloads that run in the background on their CPU while the others run (`background =
     /// NAME@CPU,...`, CPU 1 or more), stopped when the others are done: a noisy neighbour.
     pub background: Pins,
+    /// The CPUs the foreground payloads run on, each in turn (`cpus = all | each-type |
+    /// 0,2-3`); `None`: each payload once, on its pinned CPU or the boot CPU.
+    pub cpus: Option<CpuChoice>,
     /// Test-only: an APIC ID with no CPU behind it, started like a MADT entry, to prove that a
     /// CPU that does not answer is reported and the run goes on.
     pub test_phantom_cpu: Option<u32>,
@@ -228,6 +231,7 @@ impl Default for RunConfig {
             system: Vec::new(),
             pins: Pins::default(),
             background: Pins::default(),
+            cpus: None,
             test_phantom_cpu: None,
         }
     }
@@ -354,7 +358,7 @@ pub fn parse<'a>(text: &'a str, report: &mut dyn FnMut(ConfigError<'a>)) -> RunC
         source: ConfigSource::Ramdisk,
         ..RunConfig::default()
     };
-    let mut seen = [false; 25];
+    let mut seen = [false; 26];
     // The results file's three keys, checked together after the last line.
     let mut results_place: Option<(u64, u64)> = None;
     let mut disk_signature: Option<u32> = None;
@@ -397,6 +401,7 @@ pub fn parse<'a>(text: &'a str, report: &mut dyn FnMut(ConfigError<'a>)) -> RunC
             "pin" => 22,
             "test_phantom_cpu" => 23,
             "background" => 24,
+            "cpus" => 25,
             _ => {
                 report(ConfigError::UnknownKey { line, key });
                 continue;
@@ -472,6 +477,12 @@ pub fn parse<'a>(text: &'a str, report: &mut dyn FnMut(ConfigError<'a>)) -> RunC
                 }
                 _ => report(bad(
                     "NAME@CPU separated by commas (CPU 1 or more: the boot CPU runs the others)",
+                )),
+            },
+            25 => match CpuChoice::parse(value, crate::task::settings::PIN_CPU_MAX) {
+                Some(c) => config.cpus = Some(c),
+                None => report(bad(
+                    "`all`, `each-type` or CPU indexes and ranges in ascending order, e.g. 0,2-3",
                 )),
             },
             23 => match value.parse::<u32>() {

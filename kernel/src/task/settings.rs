@@ -87,6 +87,77 @@ impl Pins {
     }
 }
 
+/// Which CPUs run the foreground payloads (run.cfg `cpus`): every payload without a pin of its
+/// own (`NAME@CPU`) runs on each of them in turn, the whole list on the first CPU, then on the
+/// next, the other CPUs idle. Resolved by the kernel from the CPUs it started ([`CpuChoice::resolve`]),
+/// so `all` and `each-type` work on any machine the image boots on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CpuChoice {
+    /// These CPU indexes, ascending, each once.
+    List(Vec<usize>),
+    /// Every online CPU.
+    All,
+    /// One CPU of each core type (the lowest index of each; a part with one kind: CPU 0).
+    EachType,
+}
+
+/// The most CPUs a `cpus` list may name (as many as the kernel starts).
+pub const CPU_LIST_MAX: usize = PIN_CPU_MAX;
+
+impl CpuChoice {
+    /// Parses `all`, `each-type` or a list of indexes and ranges, `0,2-3` (ascending, no CPU
+    /// twice, each below `max_cpu`).
+    pub fn parse(value: &str, max_cpu: usize) -> Option<CpuChoice> {
+        match value.trim() {
+            "all" => return Some(CpuChoice::All),
+            "each-type" => return Some(CpuChoice::EachType),
+            _ => {}
+        }
+        let mut cpus: Vec<usize> = Vec::new();
+        for part in value.split(',') {
+            let part = part.trim();
+            let (lo, hi) = match part.split_once('-') {
+                Some((a, b)) => (a.trim(), b.trim()),
+                None => (part, part),
+            };
+            let digits = |t: &str| !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit());
+            if !digits(lo) || !digits(hi) {
+                return None;
+            }
+            let (lo, hi): (usize, usize) = (lo.parse().ok()?, hi.parse().ok()?);
+            if lo > hi || hi >= max_cpu || cpus.last().is_some_and(|&l| lo <= l) {
+                return None;
+            }
+            cpus.extend(lo..=hi);
+        }
+        Some(CpuChoice::List(cpus))
+    }
+
+    /// The CPU indexes to run on, from the online CPUs `(index, core type name)` in index
+    /// order: a list as given (a CPU not online is reported by the runner when it is its
+    /// turn), every online CPU, or the first of each core type.
+    pub fn resolve(&self, online: &[(usize, &str)]) -> Vec<usize> {
+        match self {
+            CpuChoice::List(cpus) => cpus.clone(),
+            CpuChoice::All => online.iter().map(|(i, _)| *i).collect(),
+            CpuChoice::EachType => {
+                let mut seen: Vec<&str> = Vec::new();
+                let mut cpus = Vec::new();
+                for (i, t) in online {
+                    if !seen.contains(t) {
+                        seen.push(t);
+                        cpus.push(*i);
+                    }
+                }
+                if cpus.is_empty() {
+                    cpus.push(0);
+                }
+                cpus
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod pin_tests {
     use super::*;
@@ -102,5 +173,31 @@ mod pin_tests {
         ] {
             assert_eq!(Pins::parse(bad, 512), None, "{bad}");
         }
+    }
+
+    #[test]
+    fn cpu_choices_parse_and_resolve() {
+        assert_eq!(
+            CpuChoice::parse("0,2-3", 512),
+            Some(CpuChoice::List(alloc::vec![0, 2, 3]))
+        );
+        assert_eq!(CpuChoice::parse(" all ", 512), Some(CpuChoice::All));
+        assert_eq!(
+            CpuChoice::parse("each-type", 512),
+            Some(CpuChoice::EachType)
+        );
+        for bad in [
+            "", "x", "1,", "3-2", "2,1", "1,1", "0-2,2", "512", "-1", "1-", "a-b", "1 2",
+        ] {
+            assert_eq!(CpuChoice::parse(bad, 512), None, "{bad}");
+        }
+        let online = [(0, "core"), (1, "core"), (2, "atom"), (3, "atom")];
+        assert_eq!(CpuChoice::All.resolve(&online), [0, 1, 2, 3]);
+        assert_eq!(CpuChoice::EachType.resolve(&online), [0, 2]);
+        assert_eq!(
+            CpuChoice::EachType.resolve(&[(0, "uniform"), (1, "uniform")]),
+            [0]
+        );
+        assert_eq!(CpuChoice::List(alloc::vec![5]).resolve(&online), [5]);
     }
 }

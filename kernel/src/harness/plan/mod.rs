@@ -176,12 +176,13 @@ pub fn plan_with(
     let mut entries = Vec::new();
     let mut error = None;
     if !spec.trim().is_empty() {
+        let all = tables;
         let tables = Tables(tables.iter().filter(|t| table_matches(t, caps)).collect());
         let named: Option<&dyn NamedEvents> = (!tables.0.is_empty()).then_some(&tables as _);
         // The list's syntax is checked as a whole; each event is then resolved on its own, so
         // an event this PMU cannot count does not spoil the others.
         match parse::parse_each(spec, caps, named) {
-            Ok(each) => entries.extend(each.into_iter().map(|e| resolve(e, caps, platform))),
+            Ok(each) => entries.extend(each.into_iter().map(|e| resolve(e, caps, platform, all))),
             Err(e) => error = Some(e.to_string()),
         }
     }

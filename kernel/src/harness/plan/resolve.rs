@@ -43,7 +43,35 @@ impl NamedEvents for Tables<'_> {
     }
 }
 
-pub(super) fn resolve(e: parse::EachEvent, caps: &PmuCaps, platform: &Platform) -> Entry {
+/// Why `name`, unknown to this CPU's tables, is not counted here when a table of the same part
+/// for another core type of a hybrid part has it: it counts on those cores only.
+pub(super) fn other_core_type_reason(
+    name: &str,
+    caps: &PmuCaps,
+    tables: &[EventTable],
+) -> Option<String> {
+    let here = caps.core_type?;
+    let other = tables.iter().find(|t| {
+        let same_part = matches!((t.cpu(), caps.cpu), (Some(t), Some(c))
+            if (t.vendor, t.family, t.model) == (c.vendor, c.family, c.model)
+                && (t.stepping.is_none() || t.stepping == c.stepping));
+        same_part && t.core_type().is_some_and(|ct| ct != here) && t.get(name).is_some()
+    })?;
+    let there = other.core_type()?.perfmon_name();
+    Some(format!(
+        "`{name}` is an event of this hybrid part's {there} cores only (their perfmon table has \
+         it, the {} cores' has not): it counts on the {there} CPUs, not on this {} CPU",
+        here.perfmon_name(),
+        here.perfmon_name()
+    ))
+}
+
+pub(super) fn resolve(
+    e: parse::EachEvent,
+    caps: &PmuCaps,
+    platform: &Platform,
+    tables: &[EventTable],
+) -> Entry {
     let emulated = platform.emulated;
     let name = String::from(e.display_name());
     let base = e.text.split(':').next().unwrap_or(&e.text);
@@ -66,7 +94,12 @@ pub(super) fn resolve(e: parse::EachEvent, caps: &PmuCaps, platform: &Platform) 
                     None => Outcome::Spec(spec),
                 }
             }
-            Err(err) => Outcome::Unsupported(err.kind.to_string()),
+            Err(err) => Outcome::Unsupported(match &err.kind {
+                parse::ErrorKind::UnknownName(n) => {
+                    other_core_type_reason(n, caps, tables).unwrap_or_else(|| err.kind.to_string())
+                }
+                kind => kind.to_string(),
+            }),
         }
     };
     Entry {

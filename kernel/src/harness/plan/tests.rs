@@ -452,6 +452,35 @@ fn names_from_the_matching_table() {
 }
 
 #[test]
+fn a_hybrid_parts_event_counts_on_its_core_type_and_says_why_not_on_the_other() {
+    let part = CpuModel::parse("GenuineIntel-6-55-4").unwrap();
+    // The Core cores' table has the event; the Atom cores' table is another (here: none of it).
+    let tables = [skx_table().with_target(Some(part), Some(CoreType::Core))];
+    let core = PmuCaps {
+        cpu: Some(part),
+        core_type: Some(CoreType::Core),
+        ..skx()
+    };
+    let atom = PmuCaps {
+        core_type: Some(CoreType::Atom),
+        ..core
+    };
+    let p = checked("MEM_LOAD_RETIRED.L1_MISS,cycles", &core, &tables);
+    assert_eq!(config(&p, "MEM_LOAD_RETIRED.L1_MISS"), 0x0308d1);
+    let p = checked("MEM_LOAD_RETIRED.L1_MISS,cycles", &atom, &tables);
+    let why = reason(&p, "MEM_LOAD_RETIRED.L1_MISS");
+    assert!(
+        why.contains("an event of this hybrid part's Core cores only")
+            && why.contains("not on this Atom CPU"),
+        "{why}"
+    );
+    assert_eq!(group(&p, "cycles"), 0);
+    // A name no table has is unknown, as before.
+    let p = checked("NO_SUCH.EVENT", &atom, &tables);
+    assert!(reason(&p, "NO_SUCH.EVENT").contains("unknown event name"));
+}
+
+#[test]
 fn an_event_with_a_name_term_is_reported_under_that_name() {
     let caps = skx();
     let spec = "cpu/event=0xc0,umask=0x0,name=INST_RETIRED.ANY_P/u,cpu/event=0x1c0,name='too wide'/,cycles:u";

@@ -151,59 +151,79 @@ pub fn run_payloads(
     // run.cfg `background`: those payloads start first, each on its CPU, and run while the
     // others do; they are stopped when the others are done.
     let background = start_background(ramdisk, tsc_hz, plans, &mut summary);
-    for (task, data) in payloads(ramdisk) {
-        let name = task.name;
-        if policy::background_cpu(name).is_some() {
-            continue;
-        }
-        summary.payloads += 1;
-        // run.cfg `pin`: the whole payload (loading, its run, its records) on its CPU.
-        let cpu = policy::cpu_of(name);
-        // Its events resolved for that CPU's PMU.
-        let harness = plans.for_cpu(cpu);
-        let mut ran = false;
-        let mut payload = |summary: &mut Summary, ready: &mut Vec<Running>| {
-            ran = true;
-            let loaded = start_payload(task, data, tsc_hz, cpu, ramdisk, harness, summary);
-            let Some(mut t) = loaded else {
-                return;
-            };
-            t.budget = budget;
-            if quantum.is_some() {
-                ready.push(t);
-            } else {
-                // Between payloads: the screen and the results file catch up.
-                crate::output::sinks::between_payloads(&alloc::format!(
-                    "payload {} of {members}: {name}",
-                    task.index + 1
-                ));
-                run_family(t, budget, summary);
-                if let Some(from) = &system_last {
-                    system_last = system::report("payload", Some(task), from);
-                }
+    // run.cfg `cpus`: the foreground payloads once on each CPU listed, one CPU after another.
+    let passes = policy::passes();
+    for (pass, pass_cpu) in passes.iter().enumerate() {
+        for (task, data) in payloads(ramdisk) {
+            let name = task.name;
+            if policy::background_cpu(name).is_some() {
+                continue;
             }
-        };
-        let outcome = if cpu == cpus::current() {
-            payload(&mut summary, &mut ready);
-            Ok(())
-        } else {
-            let mut on_cpu = Summary::default();
-            let mut queued = Vec::new();
-            let r = cpus::run_on(cpu, || payload(&mut on_cpu, &mut queued));
-            summary.add(&on_cpu);
-            ready.extend(queued);
-            r
-        };
-        if let Err(e) = outcome
-            && !ran
-        {
-            summary.rejected += 1;
-            let online = cpus::online_count();
-            records::not_run(
-                task,
-                Some(cpu),
-                &alloc::format!("pinned to CPU {cpu}, but {e} ({online} online)"),
-            );
+            // A payload with its own pin runs once, on its CPU, whatever `cpus` says.
+            let own_pin = pass_cpu.is_some() && policy::pinned_by_name(name);
+            if own_pin && pass > 0 {
+                continue;
+            }
+            summary.payloads += 1;
+            // run.cfg `pin`: the whole payload (loading, its run, its records) on its CPU.
+            let cpu = match pass_cpu {
+                Some(c) if !own_pin => *c,
+                _ => policy::cpu_of(name),
+            };
+            // Its events resolved for that CPU's PMU.
+            let harness = plans.for_cpu(cpu);
+            let mut ran = false;
+            let mut payload = |summary: &mut Summary, ready: &mut Vec<Running>| {
+                ran = true;
+                let loaded = start_payload(task, data, tsc_hz, cpu, ramdisk, harness, summary);
+                let Some(mut t) = loaded else {
+                    return;
+                };
+                t.budget = budget;
+                if quantum.is_some() {
+                    ready.push(t);
+                } else {
+                    // Between payloads: the screen and the results file catch up.
+                    crate::output::sinks::between_payloads(&match pass_cpu {
+                        Some(_) => alloc::format!(
+                            "payload {} of {members}: {name} on cpu {cpu}",
+                            task.index + 1
+                        ),
+                        None => alloc::format!("payload {} of {members}: {name}", task.index + 1),
+                    });
+                    run_family(t, budget, summary);
+                    if let Some(from) = &system_last {
+                        system_last = system::report("payload", Some(task), from);
+                    }
+                }
+            };
+            let outcome = if cpu == cpus::current() {
+                payload(&mut summary, &mut ready);
+                Ok(())
+            } else {
+                let mut on_cpu = Summary::default();
+                let mut queued = Vec::new();
+                let r = cpus::run_on(cpu, || payload(&mut on_cpu, &mut queued));
+                summary.add(&on_cpu);
+                ready.extend(queued);
+                r
+            };
+            if let Err(e) = outcome
+                && !ran
+            {
+                summary.rejected += 1;
+                let online = cpus::online_count();
+                let why = if pass_cpu.is_some() && !own_pin {
+                    "run.cfg `cpus` names CPU"
+                } else {
+                    "pinned to CPU"
+                };
+                records::not_run(
+                    task,
+                    Some(cpu),
+                    &alloc::format!("{why} {cpu}, but {e} ({online} online)"),
+                );
+            }
         }
     }
     if let Some(q) = quantum

@@ -21,6 +21,8 @@ pub struct Policy {
     pub pins: crate::task::settings::Pins,
     /// run.cfg `background`: payloads run on their CPU while the others run.
     pub background: crate::task::settings::Pins,
+    /// run.cfg `cpus`: the CPUs the foreground payloads run on, each in turn.
+    pub cpus: Option<crate::task::settings::CpuChoice>,
 }
 
 pub(super) static POLICY: spin::RwLock<Option<Policy>> = spin::RwLock::new(None);
@@ -71,6 +73,37 @@ pub(super) fn background_cpu(name: &str) -> Option<usize> {
             .find(|(n, _)| n == name)
             .map(|(_, cpu)| *cpu)
     })
+}
+
+/// Whether payload `name` has a pin of its own (run.cfg `pin = NAME@CPU`, not `*`).
+pub(super) fn pinned_by_name(name: &str) -> bool {
+    POLICY
+        .read()
+        .as_ref()
+        .is_some_and(|p| p.pins.pins.iter().any(|(n, _)| n == name))
+}
+
+/// The passes over the foreground payloads (run.cfg `cpus`): one per CPU listed, resolved
+/// from the CPUs online; `[None]` without `cpus` (each payload once, where `pin` puts it).
+pub(super) fn passes() -> Vec<Option<usize>> {
+    let choice = POLICY.read().as_ref().and_then(|p| p.cpus.clone());
+    let Some(choice) = choice else {
+        return alloc::vec![None];
+    };
+    let cpus = crate::platform::cpus::all();
+    let mut online: Vec<(usize, &str)> = cpus
+        .iter()
+        .filter(|c| c.state == crate::platform::cpus::CpuState::Online)
+        .filter_map(|c| {
+            Some((
+                c.index?,
+                c.core_type
+                    .map_or("uniform", crate::platform::cpus::CoreType::name),
+            ))
+        })
+        .collect();
+    online.sort_unstable();
+    choice.resolve(&online).into_iter().map(Some).collect()
 }
 
 /// The CPU payload `name` runs on (run.cfg `pin`; the boot CPU by default).
