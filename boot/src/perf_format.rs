@@ -178,11 +178,12 @@ impl Line {
                 None,
             ],
             Line::System {
+                cpu,
                 count,
                 event,
                 runtime_ns,
-                ..
             } => [
+                Some(Cell::Cpu(*cpu)),
                 Some(Cell::Count(Count::Value(*count as f64))),
                 Some(Cell::Text("")),
                 Some(Cell::Text(event)),
@@ -380,9 +381,6 @@ pub fn csv(res: &Results, sep: &str) -> String {
             .skip(skip)
             .map(|c| csv_field(&c.map(Cell::csv).unwrap_or_default(), sep))
             .collect();
-        if let Line::System { cpu, .. } = line {
-            out.push_str(&format!("CPU{cpu}{sep}"));
-        }
         out.push_str(&quoted.join(sep));
         out.push('\n');
     }
@@ -411,9 +409,6 @@ pub fn json_lines(res: &Results) -> String {
     let mut out = String::new();
     for line in lines(res) {
         let mut pairs: Vec<(&str, String)> = Vec::new();
-        if let Line::System { cpu, .. } = line {
-            pairs.push(("cpu", jstr(&cpu.to_string())));
-        }
         pairs.extend(
             FIELDS
                 .iter()
