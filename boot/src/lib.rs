@@ -1,7 +1,7 @@
 //! The baremark host tool: builds boot images around the kernel, boots them in QEMU, parses
 //! the kernel's serial records and renders the report.
 //!
-//! The modules, from the top (`main.rs` uses them all) down. A module uses only modules below
+//! The modules, from the top (the CLI, `src/bin/baremark/`, uses them all) down. A module uses only modules below
 //! it: docs/design.md's "The host tool's map" names which, and tests/tests/architecture.rs
 //! checks every import against it.
 //!

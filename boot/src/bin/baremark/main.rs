@@ -21,6 +21,9 @@ use baremark::results::Results;
 use baremark::session::{self, BootRequest, Event, RunOutcome, Verdict};
 use baremark::{render, table};
 
+mod cores;
+mod diff_cmd;
+
 /// Exit status when the kernel reported failure (and for `diff`: a regression over the gate).
 const EXIT_KERNEL_FAILURE: u8 = 1;
 /// Exit status for usage or setup errors (no QEMU, bad arguments, ...).
@@ -58,11 +61,11 @@ enum Command {
     /// Core-to-core latency: how long a cache line takes between every ordered pair of CPUs
     /// (compare-and-swap ping-pong, and one writer / one reader), with each side's counters;
     /// a matrix, a heatmap SVG, JSON and CSV (docs/cores.md).
-    C2c(C2cArgs),
+    C2c(cores::C2cArgs),
     /// Memory bandwidth as cores are added (read, write and copy kernels started together on
     /// 1, 2, ... N cores) and loaded latency (a pointer chase while k cores stream); a table,
     /// SVG charts, JSON and CSV (docs/cores.md).
-    Bandwidth(BandwidthArgs),
+    Bandwidth(cores::BandwidthArgs),
     /// Write bootable disk images (e.g. to `dd` onto a USB stick).
     Image(ImageArgs),
     /// Render the report, the results table and the files from a saved serial log (`run
@@ -85,7 +88,7 @@ enum Command {
     /// Compare two runs (results JSON files or serial logs): per benchmark and event both
     /// medians, the change, and whether it is significant (Mann-Whitney U test on the
     /// repetitions). Exit 1 with --fail-above when a significant regression exceeds the gate.
-    Diff(DiffArgs),
+    Diff(diff_cmd::DiffArgs),
     /// Events: list what can be counted, show exact register encodings.
     Events {
         #[command(subcommand)]
@@ -112,43 +115,6 @@ enum EventsCommand {
         #[command(flatten)]
         target: events_cli::TargetArgs,
     },
-}
-
-#[derive(clap::Args)]
-struct DiffArgs {
-    /// The baseline: a results JSON file (`run --json`) or a serial log.
-    #[arg(value_name = "A")]
-    a: PathBuf,
-    /// The run compared with it, likewise.
-    #[arg(value_name = "B")]
-    b: PathBuf,
-    /// Significance level of the two-sided test.
-    #[arg(long, default_value_t = baremark::diff::DEFAULT_ALPHA, value_parser = parse_alpha)]
-    alpha: f64,
-    /// Exit with status 1 if a significant change makes B worse (larger) than A by more than
-    /// PCT percent.
-    #[arg(long, value_name = "PCT", value_parser = parse_pct)]
-    fail_above: Option<f64>,
-    /// Also write the comparison as JSON (`baremark-diff/1`) to FILE (`-`: stdout, instead of
-    /// the table).
-    #[arg(long, value_name = "FILE")]
-    json: Option<PathBuf>,
-}
-
-fn parse_alpha(s: &str) -> Result<f64, String> {
-    match s.parse::<f64>() {
-        Ok(a) if a > 0.0 && a < 1.0 => Ok(a),
-        _ => Err(format!(
-            "`{s}` is not a significance level between 0 and 1 (e.g. 0.01)"
-        )),
-    }
-}
-
-fn parse_pct(s: &str) -> Result<f64, String> {
-    match s.trim_end_matches('%').parse::<f64>() {
-        Ok(p) if p >= 0.0 && p.is_finite() => Ok(p),
-        _ => Err(format!("`{s}` is not a percentage of 0 or more (e.g. 2.5)")),
-    }
 }
 
 /// How QEMU runs (shared by `run` and `count`).
@@ -257,36 +223,6 @@ struct RunArgs {
     /// a CPU that does not answer reported as failed.
     #[arg(long, hide = true, value_name = "APICID")]
     test_phantom_cpu: Option<u32>,
-}
-
-#[derive(clap::Args)]
-#[command(after_help = "Examples:
-  baremark c2c --smp 4 --pmu emulated                  (every pair of 4 CPUs, emulated PMU)
-  baremark c2c --smp 8 --cpus 0-3 --svg c2c.svg --json c2c.json
-  baremark c2c --from-log serial.log --svg c2c.svg     (a run from real hardware)")]
-struct C2cArgs {
-    #[command(flatten)]
-    qemu: QemuArgs,
-    #[command(flatten)]
-    opts: baremark::cores::cli::C2cOptions,
-    /// Also print the kernel's records as they arrive.
-    #[arg(long)]
-    verbose: bool,
-}
-
-#[derive(clap::Args)]
-#[command(after_help = "Examples:
-  baremark bandwidth --smp 4 --pmu emulated --bytes 1M
-  baremark bandwidth --smp 8 --kernels read --svg bw.svg --json bw.json
-  baremark bandwidth --from-log serial.log --svg bw.svg      (a run from real hardware)")]
-struct BandwidthArgs {
-    #[command(flatten)]
-    qemu: QemuArgs,
-    #[command(flatten)]
-    opts: baremark::cores::cli::BandwidthOptions,
-    /// Also print the kernel's records as they arrive.
-    #[arg(long)]
-    verbose: bool,
 }
 
 #[derive(clap::Args)]
@@ -439,8 +375,8 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Run(args) => run(args),
         Command::Count(args) => count(args),
-        Command::C2c(args) => c2c(args),
-        Command::Bandwidth(args) => bandwidth(args),
+        Command::C2c(args) => cores::c2c(args),
+        Command::Bandwidth(args) => cores::bandwidth(args),
         Command::Asm(args) => asm(args),
         Command::Image(args) => write_images(args).map(|()| ExitCode::SUCCESS),
         Command::Report {
@@ -449,7 +385,7 @@ fn main() -> ExitCode {
             profile,
             profile_args,
         } => report(&log, &output, profile.then_some(&profile_args)),
-        Command::Diff(args) => diff(args),
+        Command::Diff(args) => diff_cmd::diff(args),
         Command::Events { command } => events(command),
     };
     match result {
@@ -603,150 +539,6 @@ fn finish_results(records: &[Record], output: &OutputArgs) -> Result<()> {
     output::print_perf(&res, output);
     note(&output::write_files(&res, output)?);
     Ok(())
-}
-
-/// After a boot: QEMU's outcome lines and the exit status.
-type Booted = Option<(String, ExitCode)>;
-
-/// `c2c` and `bandwidth`: the records of the built-in payload `name` run with argument text
-/// `text` (every CPU of `--smp` started; no task budget, `--timeout` bounds the run), or of a
-/// saved log; after a boot also its outcome lines and exit status.
-fn cross_core_records(
-    qemu: QemuArgs,
-    name: &str,
-    text: String,
-    from_log: Option<&Path>,
-    verbose: bool,
-) -> Result<(Vec<Record>, Booted)> {
-    if let Some(log) = from_log {
-        let input = baremark::stick::read_input(log)?;
-        note(&input.notes);
-        let text = String::from_utf8_lossy(&input.stream);
-        return Ok((records::records_of_log(&text), None));
-    }
-    let p = baremark::payloads::builtin(name).context("the built-in payload is missing")?;
-    let config = RunConfig {
-        on_end: OnEnd::QemuExit,
-        payloads: vec![(name.to_string(), p.elf.to_vec())],
-        extra_members: vec![(format!("args/{name}"), text.into_bytes())],
-        task_budget_ms: Some(0),
-        ..RunConfig::default()
-    };
-    let (request, reason) = prepare_boot(qemu, config)?;
-    let outcome = boot_live(&request, verbose, verbose, &mut std::io::stderr())?;
-    let lines = session::outcome_lines(&outcome, &reason);
-    let code = verdict_code(&outcome);
-    Ok((outcome.records, Some((lines, code))))
-}
-
-fn c2c(args: C2cArgs) -> Result<ExitCode> {
-    use baremark::cores::{c2c::C2c, cli};
-    let text = args.opts.payload_args(args.qemu.smp)?;
-    let files = &args.opts.files;
-    let (records, outcome) = cross_core_records(
-        args.qemu,
-        "c2c",
-        text,
-        files.from_log.as_deref(),
-        args.verbose,
-    )?;
-    let Some(run) = C2c::from_records(&records)? else {
-        if let Some((lines, code)) = outcome {
-            println!("{lines}");
-            eprintln!("baremark: the c2c payload reported nothing (see the records: --verbose)");
-            return Ok(code);
-        }
-        bail!("the log holds no c2c run (no c2c_setup report)");
-    };
-    println!("{}", run.table().trim_end());
-    let several = run.setup.variants.len() > 1;
-    let mut wrote = Vec::new();
-    if let Some(svg) = &files.svg {
-        for v in &run.setup.variants {
-            wrote.push(cli::write_file(
-                &cli::variant_path(svg, v, several),
-                &run.heatmap(v),
-            )?);
-        }
-    }
-    if let Some(path) = &files.json {
-        wrote.push(cli::write_file(
-            path,
-            &serde_json::to_string_pretty(&run.json())?,
-        )?);
-    }
-    if let Some(path) = &files.csv {
-        wrote.push(cli::write_file(path, &run.csv())?);
-    }
-    note(&wrote);
-    let complete = run.done && run.missing().is_empty();
-    match outcome {
-        Some((lines, code)) => {
-            println!("{lines}");
-            Ok(if complete {
-                code
-            } else {
-                ExitCode::from(EXIT_KERNEL_FAILURE)
-            })
-        }
-        None => Ok(ExitCode::from(if complete { 0 } else { EXIT_DAMAGED })),
-    }
-}
-
-fn bandwidth(args: BandwidthArgs) -> Result<ExitCode> {
-    use baremark::cores::{bandwidth::Bandwidth, cli};
-    let text = args.opts.payload_args(args.qemu.smp)?;
-    let files = &args.opts.files;
-    let (records, outcome) = cross_core_records(
-        args.qemu,
-        "bandwidth",
-        text,
-        files.from_log.as_deref(),
-        args.verbose,
-    )?;
-    let Some(run) = Bandwidth::from_records(&records)? else {
-        if let Some((lines, code)) = outcome {
-            println!("{lines}");
-            eprintln!(
-                "baremark: the bandwidth payload reported nothing (see the records: --verbose)"
-            );
-            return Ok(code);
-        }
-        bail!("the log holds no bandwidth run (no bw_setup report)");
-    };
-    println!("{}", run.table().trim_end());
-    let mut wrote = Vec::new();
-    if let Some(svg) = &files.svg {
-        wrote.push(cli::write_file(svg, &run.svg())?);
-        if !run.loaded.is_empty() {
-            wrote.push(cli::write_file(
-                &cli::variant_path(svg, "loaded", true),
-                &run.loaded_svg(),
-            )?);
-        }
-    }
-    if let Some(path) = &files.json {
-        wrote.push(cli::write_file(
-            path,
-            &serde_json::to_string_pretty(&run.json())?,
-        )?);
-    }
-    if let Some(path) = &files.csv {
-        wrote.push(cli::write_file(path, &run.csv())?);
-    }
-    note(&wrote);
-    let complete = run.problems().is_empty();
-    match outcome {
-        Some((lines, code)) => {
-            println!("{lines}");
-            Ok(if complete {
-                code
-            } else {
-                ExitCode::from(EXIT_KERNEL_FAILURE)
-            })
-        }
-        None => Ok(ExitCode::from(if complete { 0 } else { EXIT_DAMAGED })),
-    }
 }
 
 fn verdict_code(outcome: &RunOutcome) -> ExitCode {
@@ -1265,69 +1057,6 @@ fn report(log: &Path, output: &OutputArgs, profile: Option<&ProfileArgs>) -> Res
 
 /// `diff`: exit 0, or 1 (EXIT_KERNEL_FAILURE) when `--fail-above` finds a significant regression
 /// over the gate; input errors are 2 (EXIT_ERROR) through `main`.
-fn diff(args: DiffArgs) -> Result<ExitCode> {
-    let a = baremark::diff::load(&args.a)?;
-    let b = baremark::diff::load(&args.b)?;
-    for (name, input) in [("A", &a), ("B", &b)] {
-        if input.benchmarks.is_empty() {
-            bail!(
-                "{name} ({} {}) holds no benchmarks",
-                input.kind,
-                name_of(name, &args)
-            );
-        }
-        for e in &input.errors {
-            eprintln!("baremark: note: {name} ({}): {e}", name_of(name, &args));
-        }
-    }
-    let names = (args.a.display().to_string(), args.b.display().to_string());
-    let d = baremark::diff::compare(&a, &b, (&names.0, &names.1), args.alpha);
-    let to_stdout = args.json.as_deref() == Some(Path::new("-"));
-    match &args.json {
-        Some(_) if to_stdout => print!("{}", d.to_json()),
-        Some(path) => {
-            std::fs::write(path, d.to_json())
-                .with_context(|| format!("writing {}", path.display()))?;
-            eprintln!("baremark: wrote {}", path.display());
-        }
-        None => {}
-    }
-    if !to_stdout {
-        print!("{}", d.render());
-    }
-    let Some(pct) = args.fail_above else {
-        return Ok(ExitCode::SUCCESS);
-    };
-    let over = d.over_gate(pct);
-    if over.is_empty() {
-        eprintln!("baremark: no significant regression above {pct}%");
-        return Ok(ExitCode::SUCCESS);
-    }
-    for r in &over {
-        eprintln!(
-            "baremark: regression over {pct}%: {}/{} {} {} (p {})",
-            r.payload,
-            r.bench,
-            r.event,
-            r.change_pct.map_or("n/a".into(), |c| format!("{c:+.2}%")),
-            if r.exact {
-                "exact".to_string()
-            } else {
-                format!("{:.2e}", r.p.unwrap_or(0.0))
-            }
-        );
-    }
-    Ok(ExitCode::from(EXIT_KERNEL_FAILURE))
-}
-
-fn name_of<'a>(which: &str, args: &'a DiffArgs) -> std::path::Display<'a> {
-    if which == "A" {
-        args.a.display()
-    } else {
-        args.b.display()
-    }
-}
-
 fn events(command: EventsCommand) -> Result<ExitCode> {
     match command {
         EventsCommand::List { target } => {
