@@ -442,3 +442,65 @@ fn bandwidth_mistakes_are_refused_before_booting() {
         assert!(!err.contains("booting"), "{args:?} booted: {err}");
     }
 }
+
+/// On the emulated hybrid part (CPUs 2 and 3 Atom), the matrix names each CPU's core type: in
+/// the table, the heatmap's labels and the JSON.
+#[test]
+fn c2c_on_a_hybrid_part_names_the_core_types() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let cpu = format!(
+        "{},pmu-hybrid-from=2",
+        baremark::qemu::PmuModel::IntelV5.default_cpu()
+    );
+    let out = baremark(
+        d,
+        &[
+            "c2c",
+            "--smp",
+            "4",
+            "--pmu",
+            "emulated",
+            "--pmu-model",
+            "intel-v5",
+            "--cpu",
+            &cpu,
+            "--variants",
+            "cas",
+            "--rounds",
+            "100",
+            "--reps",
+            "1",
+            "--svg",
+            "h.svg",
+            "--json",
+            "c.json",
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("core types: 0 core, 1 core, 2 atom, 3 atom"),
+        "{}",
+        text(&out)
+    );
+    let doc = read_json(&d.join("c.json"));
+    assert_eq!(
+        doc["core_types"],
+        serde_json::json!(["core", "core", "atom", "atom"])
+    );
+    // Both core types count the default events on their own counters, the same on every pair.
+    let all: Vec<&Value> = pairs(&doc, "cas").collect();
+    assert_eq!(all.len(), 12);
+    for side in ["from_counts", "to_counts"] {
+        let first = median(all[0], side, "instructions:u");
+        for p in &all {
+            assert_eq!(median(p, side, "instructions:u"), first, "{side}: {p}");
+        }
+    }
+    let svg = std::fs::read_to_string(d.join("h.svg")).unwrap();
+    assert!(
+        svg.contains(">2 atom</text>") && svg.contains(">0 core</text>"),
+        "{svg}"
+    );
+}

@@ -24,6 +24,8 @@ pub struct Setup {
     pub events: Vec<String>,
     /// `ok`, or `CPU:ERROR,...` for the CPUs whose counters could not count the events.
     pub counters: String,
+    /// On a hybrid part, each CPU's core type (`core`, `atom`), in the order of `cpus`.
+    pub core_types: Vec<String>,
 }
 
 /// One ordered pair in one variant.
@@ -181,6 +183,18 @@ impl C2c {
                 }
                 out.push('\n');
             }
+            if !s.core_types.is_empty() {
+                let _ = writeln!(
+                    out,
+                    " core types: {}",
+                    s.cpus
+                        .iter()
+                        .zip(&s.core_types)
+                        .map(|(c, t)| format!("{c} {t}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                );
+            }
             if !all.is_empty() {
                 let lo = all.iter().min_by(|x, y| x.0.total_cmp(&y.0)).unwrap();
                 let hi = all.iter().max_by(|x, y| x.0.total_cmp(&y.0)).unwrap();
@@ -322,7 +336,15 @@ impl C2c {
                     .collect()
             })
             .collect();
-        let labels: Vec<String> = cpus.iter().map(|c| c.to_string()).collect();
+        // On a hybrid part the labels name the core type: `2 atom`.
+        let labels: Vec<String> = cpus
+            .iter()
+            .enumerate()
+            .map(|(i, c)| match self.setup.core_types.get(i) {
+                Some(t) => format!("{c} {t}"),
+                None => c.to_string(),
+            })
+            .collect();
         super::svg::heatmap(
             &format!(
                 "Core-to-core latency ({variant}), one-way {}, {}{}",
@@ -372,6 +394,7 @@ impl C2c {
             "reps": s.reps,
             "spin": s.spin,
             "events": s.events,
+            "core_types": s.core_types,
             "complete": self.done && self.missing().is_empty(),
             "pairs": self.pairs.iter().map(|p| {
                 let (m, lo, hi) = self.one_way(p);
@@ -437,7 +460,19 @@ fn parse_setup(r: &Record) -> Result<Setup> {
         variants: list("variants"),
         events: list("events"),
         counters: val(r, "counters").unwrap_or("ok").to_string(),
+        core_types: val(r, "core_types")
+            .map(|t| t.split(',').map(core_type_name).collect())
+            .unwrap_or_default(),
     })
+}
+
+/// CPUID.1AH's core type byte by name.
+fn core_type_name(code: &str) -> String {
+    match code {
+        "0x40" => "core".into(),
+        "0x20" => "atom".into(),
+        other => format!("type {other}"),
+    }
 }
 
 fn parse_pair(r: &Record, events: usize) -> Result<Pair> {

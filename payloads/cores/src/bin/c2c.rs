@@ -226,6 +226,17 @@ mod body {
         for (i, name) in events.names[..events.n].iter().enumerate() {
             let _ = write!(buf, "{}{name}", if i > 0 { "," } else { "" });
         }
+        // On a hybrid part, each CPU's core type (CPUID.1AH), for the matrix's labels.
+        if online[..n_online].iter().any(|c| c.core_type != 0) {
+            let _ = write!(buf, "\ncore_types=");
+            for (i, c) in cpus.iter().enumerate() {
+                let t = online[..n_online]
+                    .iter()
+                    .find(|e| e.index as usize == c)
+                    .map_or(0, |e| e.core_type);
+                let _ = write!(buf, "{}{t:#x}", if i > 0 { "," } else { "" });
+            }
+        }
         let _ = write!(buf, "\ncounters=");
         let mut first = true;
         for c in cpus.iter() {
