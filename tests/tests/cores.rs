@@ -193,6 +193,12 @@ fn c2c_on_the_emulated_pmu_measures_every_pair_with_exact_equal_counts() {
     assert!(out.status.success(), "{}", text(&out));
     assert_eq!(std::fs::read_to_string(d.join("again.csv")).unwrap(), csv);
     assert_eq!(read_json(&d.join("again.json")), docs[0]);
+    // `report` on the log shows the matrix after the boot report.
+    let out = baremark(d, &["report", "serial200.log"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("Core-to-core latency on"), "{}", text(&out));
+    assert!(stdout.contains(" 3->2   rw "), "{}", text(&out));
 }
 
 #[test]

@@ -188,3 +188,22 @@ pub fn bandwidth(args: BandwidthArgs) -> Result<ExitCode> {
         None => Ok(ExitCode::from(if complete { 0 } else { EXIT_DAMAGED })),
     }
 }
+
+/// The c2c matrix and the bandwidth table of a run's records, if it holds them (`run
+/// --builtin c2c`, `report` on a saved log); a report they cannot read is a note.
+pub fn print_tables(records: &[Record], human: &mut dyn std::io::Write) {
+    match baremark::cores::c2c::C2c::from_records(records) {
+        Ok(Some(run)) => {
+            let _ = writeln!(human, "\n{}", run.table().trim_end());
+        }
+        Ok(None) => {}
+        Err(e) => note(&[format!("c2c: {e:#}")]),
+    }
+    match baremark::cores::bandwidth::Bandwidth::from_records(records) {
+        Ok(Some(run)) => {
+            let _ = writeln!(human, "\n{}", run.table().trim_end());
+        }
+        Ok(None) => {}
+        Err(e) => note(&[format!("bandwidth: {e:#}")]),
+    }
+}

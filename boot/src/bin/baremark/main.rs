@@ -512,21 +512,7 @@ fn boot_live(
 /// The shared end of `run` and `report`: the results table (when the records hold results),
 /// the perf-format lines and the files asked for.
 fn finish_results(records: &[Record], output: &OutputArgs) -> Result<()> {
-    // A core-to-core run (`--builtin c2c`) shows its matrix (`baremark c2c` writes its files).
-    match baremark::cores::c2c::C2c::from_records(records) {
-        Ok(Some(run)) => {
-            let _ = writeln!(output.human(), "\n{}", run.table().trim_end());
-        }
-        Ok(None) => {}
-        Err(e) => note(&[format!("c2c: {e:#}")]),
-    }
-    match baremark::cores::bandwidth::Bandwidth::from_records(records) {
-        Ok(Some(run)) => {
-            let _ = writeln!(output.human(), "\n{}", run.table().trim_end());
-        }
-        Ok(None) => {}
-        Err(e) => note(&[format!("bandwidth: {e:#}")]),
-    }
+    cores::print_tables(records, &mut output.human());
     let res = match output::results(records) {
         Some(res) => {
             let table = table::render(&res, output.detail);
@@ -1004,6 +990,7 @@ fn report(log: &Path, output: &OutputArgs, profile: Option<&ProfileArgs>) -> Res
             let table = table::render(&res, output.detail);
             let _ = writeln!(human, "\n{}", table.trim_end());
         }
+        cores::print_tables(&run.records, &mut human);
         // The files hold one run: the last (a log appended to holds the newest last).
         let last = i + 1 == shown.len();
         if last && (relevant || output.any() || output.perf_format().is_some()) {
