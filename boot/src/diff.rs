@@ -129,6 +129,11 @@ fn from_results_json(doc: &serde_json::Map<String, Value>) -> Result<Input> {
             payload: field("payload")?,
             bench: field("bench")?,
             iterations: b.get("iterations").and_then(Value::as_u64),
+            cpu: b.get("cpu").and_then(Value::as_u64),
+            core_type: b
+                .get("core_type")
+                .and_then(Value::as_str)
+                .map(str::to_string),
             ..Benchmark::default()
         };
         for r in b
@@ -141,6 +146,17 @@ fn from_results_json(doc: &serde_json::Map<String, Value>) -> Result<Input> {
                 .with_context(|| format!("benchmarks[{i}] ({}): a result", bench.title()))?;
             bench.results.push(r.clone());
             bench.typed.push(typed);
+        }
+        for m in b
+            .get("metrics")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            if let Ok(typed) = serde_json::from_value(m.clone()) {
+                bench.metrics.push(m.clone());
+                bench.typed_metrics.push(typed);
+            }
         }
         if let Some(samples) = b.get("samples").filter(|s| !s.is_null()) {
             bench.samples = serde_json::from_value(samples.clone()).with_context(|| {

@@ -16,6 +16,7 @@
 //! | `stick`         | the results file on a USB stick |
 //! | `fat`           | the FAT partition of a BIOS disk image |
 //! | `cores`         | core-to-core latency, bandwidth: tables, SVG |
+//! | `expect`        | CI gates: expectations, baselines, JUnit, Markdown |
 //! | `output`        | the end of run/report/count: table, files |
 //! | `diff`          | `baremark diff`: two runs compared |
 //! | `render`        | the human-readable report |
@@ -36,6 +37,7 @@ pub mod content;
 pub mod cores;
 pub mod diff;
 pub mod events_cli;
+pub mod expect;
 mod fat;
 pub mod image;
 pub mod logscan;

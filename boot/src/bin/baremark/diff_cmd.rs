@@ -44,6 +44,8 @@ fn parse_pct(s: &str) -> Result<f64, String> {
     }
 }
 
+/// `diff`: exit 0, or 1 (EXIT_KERNEL_FAILURE) when `--fail-above` finds a significant regression
+/// over the gate; input errors are 2 (EXIT_ERROR) through `main`.
 pub fn diff(args: DiffArgs) -> Result<ExitCode> {
     let a = baremark::diff::load(&args.a)?;
     let b = baremark::diff::load(&args.b)?;

@@ -23,6 +23,7 @@ use baremark::{render, table};
 
 mod cores;
 mod diff_cmd;
+mod gate;
 
 /// Exit status when the kernel reported failure (and for `diff`: a regression over the gate).
 const EXIT_KERNEL_FAILURE: u8 = 1;
@@ -84,6 +85,18 @@ enum Command {
         profile: bool,
         #[command(flatten)]
         profile_args: ProfileArgs,
+        #[command(flatten)]
+        gate: gate::GateArgs,
+    },
+    /// Check a run against an expectations file and/or a baseline (a CI gate): a serial log,
+    /// a stick's results file or a results JSON file; JUnit XML and Markdown reports; exit 6
+    /// when a check fails (docs/expectations.md).
+    Check {
+        /// The run: a serial log, the stick's results file or its folder, or a results JSON
+        /// file (`run --json`; it carries no reports, selftest or end record).
+        input: PathBuf,
+        #[command(flatten)]
+        gate: gate::GateArgs,
     },
     /// Compare two runs (results JSON files or serial logs): per benchmark and event both
     /// medians, the change, and whether it is significant (Mann-Whitney U test on the
@@ -215,6 +228,8 @@ struct RunArgs {
     system: Option<String>,
     #[command(flatten)]
     profile: ProfileArgs,
+    #[command(flatten)]
+    gate: gate::GateArgs,
     /// Test-only: make the kernel misbehave (page-fault, panic, invalid-opcode, stack-overflow, hang)
     /// or run the ring-3 smoke payloads (ring3).
     #[arg(long, hide = true)]
@@ -384,7 +399,9 @@ fn main() -> ExitCode {
             output,
             profile,
             profile_args,
-        } => report(&log, &output, profile.then_some(&profile_args)),
+            gate,
+        } => report(&log, &output, profile.then_some(&profile_args), &gate),
+        Command::Check { input, gate } => gate::check(&input, &gate),
         Command::Diff(args) => diff_cmd::diff(args),
         Command::Events { command } => events(command),
     };
@@ -538,6 +555,8 @@ fn verdict_code(outcome: &RunOutcome) -> ExitCode {
 
 fn run(args: RunArgs) -> Result<ExitCode> {
     args.output.check()?;
+    // The gate's files and names before anything boots.
+    args.gate.precheck()?;
     // The sampling options' own mistakes before anything boots; the event is encoded once the
     // PMU is known (below).
     if !args.sample.is_empty() {
@@ -625,7 +644,16 @@ fn run(args: RunArgs) -> Result<ExitCode> {
     if let Some(log) = &log {
         eprintln!("baremark: serial log saved to {}", log.display());
     }
-    Ok(verdict_code(&outcome))
+    let passed = gate::finish_run(
+        &args.gate,
+        &outcome.records,
+        log.as_deref(),
+        &mut args.output.human(),
+    )?;
+    Ok(match outcome.verdict() {
+        Verdict::Success if !passed => ExitCode::from(gate::EXIT_EXPECTATION),
+        _ => verdict_code(&outcome),
+    })
 }
 
 /// Checks the `--sample` arguments before the PMU is known (before QEMU starts): accepted when
@@ -940,8 +968,15 @@ fn write_images(args: ImageArgs) -> Result<()> {
 /// `report`: the log is read robustly (`logscan`): each run is rendered from its intact
 /// records, then what was lost or is doubtful, and where. Exit 0, 1 (a run's end record says
 /// fail), 5 (damaged: records lost or doubtful), 3 (a run has no end record), 2 (no records).
-fn report(log: &Path, output: &OutputArgs, profile: Option<&ProfileArgs>) -> Result<ExitCode> {
+fn report(
+    log: &Path,
+    output: &OutputArgs,
+    profile: Option<&ProfileArgs>,
+    gate_args: &gate::GateArgs,
+) -> Result<ExitCode> {
     output.check()?;
+    gate_args.precheck()?;
+    let mut gate_passed = true;
     let elves = match profile {
         Some(args) => {
             args.svg_dir()?;
@@ -993,6 +1028,19 @@ fn report(log: &Path, output: &OutputArgs, profile: Option<&ProfileArgs>) -> Res
         cores::print_tables(&run.records, &mut human);
         // The files hold one run: the last (a log appended to holds the newest last).
         let last = i + 1 == shown.len();
+        if last {
+            gate_passed = gate::finish(
+                gate_args,
+                &gate::Input {
+                    results: &res,
+                    records: Some(&run.records),
+                    lines: Some(&run.record_lines),
+                    source: input.source.clone(),
+                    json: None,
+                },
+                &mut human,
+            )?;
+        }
         if last && (relevant || output.any() || output.perf_format().is_some()) {
             if shown.len() > 1 && (output.any() || output.perf_format().is_some()) {
                 eprintln!(
@@ -1025,6 +1073,7 @@ fn report(log: &Path, output: &OutputArgs, profile: Option<&ProfileArgs>) -> Res
     }
     let _ = human.flush();
     Ok(match scan.verdict() {
+        logscan::Verdict::Ok if !gate_passed => ExitCode::from(gate::EXIT_EXPECTATION),
         logscan::Verdict::Ok => ExitCode::SUCCESS,
         logscan::Verdict::KernelFailure => ExitCode::from(EXIT_KERNEL_FAILURE),
         logscan::Verdict::Damaged => {
@@ -1042,8 +1091,6 @@ fn report(log: &Path, output: &OutputArgs, profile: Option<&ProfileArgs>) -> Res
     })
 }
 
-/// `diff`: exit 0, or 1 (EXIT_KERNEL_FAILURE) when `--fail-above` finds a significant regression
-/// over the gate; input errors are 2 (EXIT_ERROR) through `main`.
 fn events(command: EventsCommand) -> Result<ExitCode> {
     match command {
         EventsCommand::List { target } => {
