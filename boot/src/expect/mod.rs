@@ -66,7 +66,9 @@ pub struct Expectation {
     pub report: Option<String>,
     /// Only the benchmark's run on this CPU (default: every CPU it ran on).
     pub cpu: Option<u64>,
-    /// Which statistic of the benchmark's event: `median` (default), `min`, `max`, `mean`.
+    /// Which statistic of the benchmark's event: `median` (default), `min`, `max`, `mean` (per
+    /// iteration, after the overhead was taken off), `raw` (the region's median before) or
+    /// `overhead` (the empty region's median: the harness's own cost).
     pub stat: Option<String>,
     /// Exactly this (for emulated or `-icount` runs, whose counts are the same every time).
     pub equals: Option<f64>,
@@ -128,9 +130,12 @@ impl Expectation {
             bail!("give what the value must be: `equals`, `at_most`, `at_least` or `within`");
         }
         if let Some(s) = &self.stat
-            && !matches!(s.as_str(), "median" | "min" | "max" | "mean")
+            && !matches!(
+                s.as_str(),
+                "median" | "min" | "max" | "mean" | "raw" | "overhead"
+            )
         {
-            bail!("stat = \"{s}\": give median, min, max or mean");
+            bail!("stat = \"{s}\": give median, min, max, mean, raw or overhead");
         }
         if self.stat.is_some() && self.report.is_some() {
             bail!("`stat` is for benchmarks; a report value is one number");
@@ -304,12 +309,20 @@ fn value_of(b: &Benchmark, event: &str, stat: &str) -> Result<f64, String> {
                 None => "no statistics in its result".into(),
             });
         };
-        return Ok(match stat {
-            "min" => s.min,
-            "max" => s.max,
-            "mean" => s.mean,
-            _ => s.median,
-        });
+        let region = |st: Option<&crate::results::Stats>, what: &str| {
+            st.map(|x| x.median)
+                .ok_or_else(|| format!("its result has no {what} statistics"))
+        };
+        return match stat {
+            "min" => Ok(s.min),
+            "max" => Ok(s.max),
+            "mean" => Ok(s.mean),
+            // Per region, before the overhead was taken off.
+            "raw" => region(r.raw.as_ref(), "raw"),
+            // The empty region's own cost (the harness's overhead, per region).
+            "overhead" => region(r.overhead_stats.as_ref(), "overhead"),
+            _ => Ok(s.median),
+        };
     }
     if let Some(m) = b.typed_metrics.iter().find(|m| m.name == event) {
         return m.value.ok_or_else(|| {
@@ -590,6 +603,54 @@ fn run_cases(r: &RunChecks, ev: &Evidence<'_>) -> Vec<Case> {
             },
         }
         out.push(c);
+    }
+    out
+}
+
+/// An expectations file that holds this run as it is: the run checks it passes, and `equals`
+/// for every counted event of every benchmark (the median per iteration; for the suite's
+/// `empty` benchmark, the overhead itself). For exact runs (the emulated PMU, `-icount`),
+/// whose counts are the same every time: review it, commit it, gate with it.
+pub fn expectations_of(res: &Results, source: &str) -> String {
+    use std::fmt::Write as _;
+    let mut out = format!(
+        "# Expectations written by `baremark ... --write-expect` from {source}: every counted\n\
+         # event of every benchmark, exactly (docs/expectations.md). Review before committing.\n\n\
+         [run]\nerrors = 0\ninterrupts = \"none\"\nend = \"ok\"\n"
+    );
+    if let Some(b) = &res.machine.pmu_backend {
+        let _ = writeln!(out, "pmu = \"{b}\"");
+    }
+    let _ = writeln!(out, "emulated = {}", res.machine.pmu_emulated);
+    for b in &res.benchmarks {
+        let several = res
+            .benchmarks
+            .iter()
+            .filter(|o| o.title() == b.title())
+            .count()
+            > 1;
+        for r in b.typed.iter().filter(|r| r.supported) {
+            let overhead = b.bench == "empty" && r.overhead.as_deref() == Some("empty");
+            let value = if overhead {
+                r.overhead_stats.as_ref().map(|s| s.median)
+            } else {
+                r.chosen().map(|(s, _)| s.median)
+            };
+            let Some(v) = value else { continue };
+            let _ = write!(
+                out,
+                "\n[[expect]]\nbenchmark = \"{}\"\nevent = \"{}\"\n",
+                b.title(),
+                r.event
+            );
+            if several && let Some(c) = b.cpu {
+                let _ = writeln!(out, "cpu = {c}");
+            }
+            if overhead {
+                out.push_str("stat = \"overhead\"\n");
+            }
+            let _ = writeln!(out, "equals = {v:?}");
+        }
     }
     out
 }

@@ -144,7 +144,7 @@ fn bad_expectation_files_are_refused_with_the_reason() {
         ("[run]\ninterrupts = \"few\"", "the one value is \"none\""),
         (
             "[[expect]]\nbenchmark = \"a\"\nevent = \"b\"\nequals = 1\nstat = \"p99\"",
-            "give median, min, max or mean",
+            "give median, min, max, mean, raw or overhead",
         ),
         ("[[expect]\n", "TOML parse error at line 1"),
     ] {

@@ -15,10 +15,12 @@
 //!    writing the results file on a USB stick (the `core` suite booted from a `--usb` image as
 //!    a stick on QEMU's xHCI, no serial port; its `outputs` record, read from the stick).
 //!
-//! Each row prints the figure, its target and whether it is met. Prints figures; judges
-//! nothing (the exit status only says whether the runs themselves worked).
+//! Each row prints the figure, its target and whether it is met. Without arguments it judges
+//! nothing (the exit status only says whether the runs themselves worked); with `--gate` a
+//! target missed (or a figure not measured) is exit status 6, the CI gate's
+//! (docs/expectations.md): `.ci/run` runs it so.
 //!
-//! `cargo run -p baremark-tests --bin harness-costs` (CI runs it).
+//! `cargo run -p baremark-tests --bin harness-costs [-- --gate]`.
 
 use std::time::Duration;
 
@@ -111,6 +113,14 @@ struct Row {
 }
 
 fn main() {
+    let gate = match std::env::args().nth(1).as_deref() {
+        None => false,
+        Some("--gate") => true,
+        Some(other) => {
+            eprintln!("harness-costs: unknown argument `{other}` (the one option is --gate)");
+            std::process::exit(2);
+        }
+    };
     let timeout = Duration::from_secs(180);
     // 1. The virtual TSC alone.
     let tsc = boot(
@@ -311,6 +321,7 @@ fn main() {
         "{:<60} {:>10} {:>16} {:>8}  met",
         "figure", "now", "before (11-21)", "target"
     );
+    let mut missed = Vec::new();
     for r in rows {
         let now = r.value.map_or("(none)".into(), |v| format!("{v:.2}"));
         let (target, met) = match (r.target, r.value) {
@@ -325,5 +336,18 @@ fn main() {
             "{:<60} {:>10} {:>16} {:>8}  {}",
             r.what, now, r.before, target, met
         );
+        if met != "yes" {
+            missed.push(r.what);
+        }
+    }
+    if gate && !missed.is_empty() {
+        println!(
+            "gate: {} target(s) missed: {}",
+            missed.len(),
+            missed.join("; ")
+        );
+        std::process::exit(6);
+    } else if gate {
+        println!("gate: every target met");
     }
 }

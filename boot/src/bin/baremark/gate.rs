@@ -45,11 +45,18 @@ pub struct GateArgs {
     /// Print every check, not only the failures.
     #[arg(long)]
     pub show_passed: bool,
+    /// Write an expectations file that holds this run as it is (`equals` for every counted
+    /// event of every benchmark): for exact runs, to review and commit.
+    #[arg(long, value_name = "FILE")]
+    pub write_expect: Option<PathBuf>,
 }
 
 impl GateArgs {
     pub fn active(&self) -> bool {
-        self.expect.is_some() || self.baseline.is_some() || self.save_baseline.is_some()
+        self.expect.is_some()
+            || self.baseline.is_some()
+            || self.save_baseline.is_some()
+            || self.write_expect.is_some()
     }
 
     /// Checks what can be checked before anything boots: the expectations file parses, the
@@ -140,6 +147,13 @@ pub fn finish(args: &GateArgs, input: &Input<'_>, human: &mut dyn Write) -> Resu
             .with_context(|| format!("appending to $GITHUB_STEP_SUMMARY ({})", path.display()))?;
         f.write_all(md.as_bytes())?;
         wrote.push(format!("appended the checks to {}", path.display()));
+    }
+    if let Some(path) = &args.write_expect {
+        write(path, &expect::expectations_of(input.results, &input.source))?;
+        wrote.push(format!(
+            "wrote the expectations of this run to {}",
+            path.display()
+        ));
     }
     if let Some(name) = &args.save_baseline {
         let p = baseline::save(input.results, &args.baseline_dir, name)?;

@@ -52,7 +52,7 @@ struct Cli {
 enum Command {
     /// Boot the kernel in QEMU, run the payloads (default: the benchmark suite), print the
     /// report and the results table; exit with the kernel's status.
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Measure one payload and print only its results and derived metrics (like perf stat).
     Count(CountArgs),
     /// Benchmark an instruction sequence, like nanoBench: the code (Intel syntax by default) is
@@ -388,7 +388,7 @@ struct ImageArgs {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Run(args) => run(args),
+        Command::Run(args) => run(*args),
         Command::Count(args) => count(args),
         Command::C2c(args) => cores::c2c(args),
         Command::Bandwidth(args) => cores::bandwidth(args),
