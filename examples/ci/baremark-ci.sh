@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # baremark in CI: builds your payloads, runs them on baremark's emulated PMU (exact counts, the
 # same on every run) and gates them with your expectations file and/or a baseline. For any CI
-# on a stock Debian or Ubuntu runner; examples/ci/github-workflow.yml calls it. The user guide's
+# on a stock Debian 12 machine or container (the emulated PMU is built from Debian 12's
+# bookworm-backports source: on Ubuntu runners use a debian:12 container, as
+# examples/ci/github-workflow.yml does, which calls this script). The user guide's
 # section 14 and docs/expectations.md walk through it.
 #
 #   BAREMARK_DIR=path/to/baremark baremark-ci.sh --payloads DIR [--expect FILE]
@@ -38,7 +40,7 @@ while [ $# -gt 0 ]; do
         --baseline-dir) baseline_dir="${2:?--baseline-dir DIR}"; shift 2 ;;
         --out) out="${2:?--out DIR}"; shift 2 ;;
         --) shift; extra=("$@"); break ;;
-        -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,/^set -euo/{/^set -euo/!p}' "$0"; exit 0 ;;
         *) die "unknown argument $1 (see --help)" ;;
     esac
 done
