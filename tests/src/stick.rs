@@ -165,10 +165,18 @@ pub fn boot(image: &Path, place: Option<&Place>, how: &StickBoot) -> Result<Stic
     } else if child.try_wait().ok().flatten().is_none() {
         let mut qmp = Qmp::connect(&qmp_path, Duration::from_secs(10))?;
         if how.screendump {
-            // The kernel draws its final screen right after the last write to the stick.
+            // The kernel draws its final screen right after the last write to the stick. A
+            // screendump can land while it draws (the vCPU runs on; under load a frame showed
+            // the last line drawn but not yet the summary above it), so the final screen is the
+            // one that shows the end and stays the same over two screendumps.
+            let mut last: Option<Vec<String>> = None;
             screen = Some(
-                qmp.wait_for_screen(dir.path(), Duration::from_secs(30), |d| {
-                    d.lines().iter().any(|l| l.contains("The run is over"))
+                qmp.wait_for_screen(dir.path(), Duration::from_secs(30), move |d| {
+                    let lines: Vec<String> = d.lines().iter().map(|l| l.to_string()).collect();
+                    let over = lines.iter().any(|l| l.contains("The run is over"));
+                    let stable = last.as_ref() == Some(&lines);
+                    last = Some(lines);
+                    over && stable
                 }),
             );
         }
