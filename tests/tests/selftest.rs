@@ -31,7 +31,7 @@ fn selftest_skips_every_check_without_a_pmu_and_succeeds() {
     );
 
     let checks: Vec<_> = outcome.records_of("selftest").collect();
-    assert_eq!(checks.len(), 21, "every check reported");
+    assert_eq!(checks.len(), 22, "every check reported");
     for c in &checks {
         assert_eq!(c.str("result"), Some("skip"), "{}", c.value);
         let detail = c.str("detail").unwrap();
@@ -47,13 +47,14 @@ fn selftest_skips_every_check_without_a_pmu_and_succeeds() {
         "overflow",
         "pmi-handler",
         "cmask",
+        "global-writes",
         "rdpmc-ring3",
     ] {
         assert!(names.contains(&name), "{name} missing from {names:?}");
     }
     let summary = expect_record(&outcome, "selftest_summary");
-    assert_eq!(summary.u64("checks"), Some(21));
-    assert_eq!(summary.u64("skipped"), Some(21));
+    assert_eq!(summary.u64("checks"), Some(22));
+    assert_eq!(summary.u64("skipped"), Some(22));
     assert_eq!(summary.u64("failed"), Some(0));
     assert_eq!(summary.u64("passed"), Some(0));
     // The selftest comes after the boot report and before the end record.

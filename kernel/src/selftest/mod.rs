@@ -70,6 +70,10 @@ pub enum Check {
     /// Full-width writes (IA32_A_PMCx; AMD's counters) keep the value to the width; a wider one
     /// raises #GP (Intel), caught by the MSR door.
     FullWidthWrite,
+    /// Writes to the global control and status registers: AMD PerfMonV2 drops reserved bits
+    /// and ignores writes to the read-only GlobalStatus (Linux's driver relies on it); Intel
+    /// raises #GP for both.
+    GlobalWrites,
     /// The PMI arrives while the measured loop runs with interrupts on and the PMU free, and
     /// the kernel's handler takes it: handled, acknowledged, LVTPC unmasked, exact count.
     PmiHandler,
@@ -78,7 +82,7 @@ pub enum Check {
 }
 
 impl Check {
-    pub const ALL: [Check; 21] = [
+    pub const ALL: [Check; 22] = [
         Check::RdpmcInvalid,
         Check::GpCycles,
         Check::GpInstructions,
@@ -98,6 +102,7 @@ impl Check {
         Check::RunningWrite,
         Check::LegacyWrite,
         Check::FullWidthWrite,
+        Check::GlobalWrites,
         Check::PmiHandler,
         Check::RdpmcRing3,
     ];
@@ -123,6 +128,7 @@ impl Check {
             Check::RunningWrite => "running-write",
             Check::LegacyWrite => "legacy-write",
             Check::FullWidthWrite => "full-width-write",
+            Check::GlobalWrites => "global-writes",
             Check::PmiHandler => "pmi-handler",
             Check::RdpmcRing3 => "rdpmc-ring3",
         }
@@ -365,6 +371,9 @@ pub fn skip_reason(check: Check, caps: &PmuCaps, backend_reason: &str) -> Option
         Check::FullWidthWrite if intel.is_some() && !caps.full_width_write => {
             Some("PERF_CAPABILITIES.FW_WRITE is clear: no full-width counter writes".into())
         }
+        Check::GlobalWrites if !has_status(caps) => Some(
+            "no global control and status registers (Intel before v2, AMD before PerfMonV2)".into(),
+        ),
         _ => None,
     }
 }
@@ -398,6 +407,103 @@ pub fn write_msr(caps: &PmuCaps, counter: Counter) -> u32 {
         (_, Counter::Fixed(i)) => regs::intel::FIXED_CTR0 + u32::from(i),
         (PmuKind::AmdLegacy, Counter::Gp(n)) => regs::amd::PERF_CTR0 + u32::from(n),
         (_, Counter::Gp(n)) => regs::amd::EXT_CTR0 + 2 * u32::from(n),
+    }
+}
+
+/// One WRMSR of the `global-writes` check and what the PMU must make of it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GlobalWrite {
+    pub msr: u32,
+    pub value: u64,
+    /// Whether the write must raise #GP (Intel: a read-only MSR or a reserved bit); on AMD
+    /// none may.
+    pub faults: bool,
+    /// After it, `read` masked with `mask` must equal `expect`.
+    pub read: u32,
+    pub mask: u64,
+    pub expect: u64,
+}
+
+/// A bit no PMU defines in GLOBAL_CTRL (Intel: between the GP counters and the fixed ones at
+/// 32) or in AMD's GlobalCtl and GlobalStatus (counters in 5:0, LBR and freeze flags from 58).
+const RESERVED_GLOBAL_BIT: u64 = 1 << 31;
+const AMD_RESERVED_GLOBAL_BIT: u64 = 1 << 40;
+/// GlobalStatus bit 58, LbrFreeze: what Linux's PerfMonV2 driver writes to StatusClr (with the
+/// counters' bits) at CPU start-up, defined or not.
+const AMD_LBR_FREEZE: u64 = 1 << 58;
+
+/// The writes of the `global-writes` check, in order, on a PMU whose global control reads
+/// `ctl` (the last write puts it back). Empty without global registers.
+///
+/// AMD ignores writes to reserved bits and to read-only PMU MSRs (the PPR: "RO: writes are
+/// ignored"; KVM's `kvm_pmu_set_msr` likewise): each write must act on the counters' bits and
+/// raise nothing. Intel raises #GP for a write to GLOBAL_STATUS and for a reserved bit of
+/// GLOBAL_CTRL, which then stays as it was.
+pub fn global_writes(caps: &PmuCaps, ctl: u64) -> Vec<GlobalWrite> {
+    let counters = u64::from(caps.gp_mask());
+    match caps.kind {
+        PmuKind::IntelArch { version } if version >= 2 => {
+            use regs::intel as r;
+            let mut writes = alloc::vec![GlobalWrite {
+                msr: r::PERF_GLOBAL_STATUS,
+                value: 0,
+                faults: true,
+                read: r::PERF_GLOBAL_CTRL,
+                mask: u64::MAX,
+                expect: ctl,
+            }];
+            if counters & RESERVED_GLOBAL_BIT == 0 {
+                writes.push(GlobalWrite {
+                    msr: r::PERF_GLOBAL_CTRL,
+                    value: ctl | RESERVED_GLOBAL_BIT,
+                    faults: true,
+                    read: r::PERF_GLOBAL_CTRL,
+                    mask: u64::MAX,
+                    expect: ctl,
+                });
+            }
+            writes
+        }
+        PmuKind::AmdPerfMonV2 => {
+            use regs::amd as r;
+            let write = |msr, value, read, expect| GlobalWrite {
+                msr,
+                value,
+                faults: false,
+                read,
+                mask: counters,
+                expect,
+            };
+            alloc::vec![
+                // StatusSet with a reserved bit: the counters' bits are set.
+                write(
+                    r::GLOBAL_STATUS_SET,
+                    counters | AMD_RESERVED_GLOBAL_BIT,
+                    r::GLOBAL_STATUS,
+                    counters
+                ),
+                // GlobalStatus is read-only: neither 0 nor all ones changes it.
+                write(r::GLOBAL_STATUS, 0, r::GLOBAL_STATUS, counters),
+                // Linux's start-up write: the counters' bits and LbrFreeze.
+                write(
+                    r::GLOBAL_STATUS_CLR,
+                    counters | AMD_LBR_FREEZE,
+                    r::GLOBAL_STATUS,
+                    0
+                ),
+                write(r::GLOBAL_STATUS, counters, r::GLOBAL_STATUS, 0),
+                // GlobalCtl with a reserved bit: the counters' enables take (their event
+                // selects are off between checks, so nothing counts).
+                write(
+                    r::GLOBAL_CTL,
+                    counters | AMD_RESERVED_GLOBAL_BIT,
+                    r::GLOBAL_CTL,
+                    counters
+                ),
+                write(r::GLOBAL_CTL, ctl, r::GLOBAL_CTL, ctl & counters),
+            ]
+        }
+        _ => Vec::new(),
     }
 }
 
@@ -531,12 +637,15 @@ mod tests {
             "rdpmc-fast",
             "legacy-write",
         ];
+        assert_eq!(skipped(&PmuCaps::amd(true, Some(6), None)), amd_skips);
+        // Without PerfMonV2 there are no global registers to write.
+        let mut without_global = amd_skips.to_vec();
+        without_global.insert(8, "global-writes");
         for caps in [
             PmuCaps::amd(false, None, None),
             PmuCaps::amd(true, None, None),
-            PmuCaps::amd(true, Some(6), None),
         ] {
-            assert_eq!(skipped(&caps), amd_skips, "{:?}", caps.kind);
+            assert_eq!(skipped(&caps), without_global, "{:?}", caps.kind);
         }
     }
 
@@ -564,6 +673,7 @@ mod tests {
             "rdpmc-fixed",
             "fixed-bitmap",
             "full-width-write",
+            "global-writes",
         ] {
             assert!(s.contains(&name), "{name} in {s:?}");
         }
@@ -572,6 +682,55 @@ mod tests {
         assert!(has_status(&emulated_intel(2)));
         assert!(has_status(&PmuCaps::amd(true, Some(6), None)));
         assert!(!has_status(&PmuCaps::amd(true, None, None)));
+    }
+
+    /// AMD PerfMonV2: every write acts on the counters' bits and none faults, Linux's
+    /// start-up write to StatusClr (LbrFreeze, bit 58) and writes to GlobalStatus included.
+    #[test]
+    fn amd_global_writes_must_not_fault_and_act_on_the_counters() {
+        use regs::amd as r;
+        let caps = PmuCaps::amd(true, Some(6), None);
+        let w = global_writes(&caps, 0x5);
+        assert!(w.iter().all(|w| !w.faults && w.mask == 0x3f));
+        assert!(
+            w.iter()
+                .any(|w| w.msr == r::GLOBAL_STATUS_CLR && w.value == 0x3f | 1 << 58)
+        );
+        let to_status: Vec<_> = w.iter().filter(|w| w.msr == r::GLOBAL_STATUS).collect();
+        assert_eq!(to_status.len(), 2);
+        // Status set before the first, cleared before the second: each must leave it alone.
+        assert_eq!((to_status[0].expect, to_status[1].expect), (0x3f, 0));
+        assert!(
+            w.iter()
+                .any(|w| w.msr == r::GLOBAL_STATUS_SET && w.value & !0x3f != 0)
+        );
+        assert!(
+            w.iter()
+                .any(|w| w.msr == r::GLOBAL_CTL && w.value == 0x3f | 1 << 40 && w.expect == 0x3f)
+        );
+        // The last write restores GlobalCtl.
+        let last = w.last().unwrap();
+        assert_eq!(
+            (last.msr, last.value, last.expect),
+            (r::GLOBAL_CTL, 0x5, 0x5)
+        );
+        assert!(global_writes(&PmuCaps::amd(true, None, None), 0).is_empty());
+    }
+
+    /// Intel: GLOBAL_STATUS is read-only and GLOBAL_CTRL's reserved bits raise #GP, which
+    /// leaves GLOBAL_CTRL as it was.
+    #[test]
+    fn intel_global_writes_must_fault_and_change_nothing() {
+        use regs::intel as r;
+        let caps = emulated_intel(4);
+        let w = global_writes(&caps, 0x7_0000_000f);
+        assert_eq!(w.len(), 2);
+        assert!(w.iter().all(|w| w.faults && w.read == r::PERF_GLOBAL_CTRL));
+        assert!(w.iter().all(|w| w.expect == 0x7_0000_000f));
+        assert_eq!(w[0].msr, r::PERF_GLOBAL_STATUS);
+        assert_eq!((w[1].msr, w[1].value), (r::PERF_GLOBAL_CTRL, 0x7_8000_000f));
+        let v1 = PmuCaps::from_intel_cpuid([0x0728_0201, 0, 0, 0], false, None);
+        assert!(global_writes(&v1, 0).is_empty());
     }
 
     #[test]

@@ -1,6 +1,7 @@
-//! Access checks: RDPMC forms, write widths and a write to a running counter. They write the
-//! counter MSRs with real WRMSRs through the MSR door (`HwMsr`), not through the backend, so
-//! what is checked is the PMU's behaviour, #GP included: the door catches the fault.
+//! Access checks: RDPMC forms, write widths, a write to a running counter and writes to the
+//! global registers. They write the counter MSRs with real WRMSRs through the MSR door (`HwMsr`),
+//! not through the backend, so what is checked is the PMU's behaviour, #GP included: the door
+//! catches the fault.
 
 use alloc::format;
 use core::cell::Cell;
@@ -353,4 +354,84 @@ pub(super) fn running_write(ctx: &Ctx) -> Result<Outcome, PmuError> {
             }
         ),
     ))
+}
+
+/// Writes to the global control and status registers (`selftest::global_writes`): AMD
+/// PerfMonV2 must drop reserved bits and ignore writes to GlobalStatus (no #GP: Linux's driver
+/// writes LbrFreeze to StatusClr at start-up and `~status` after every PMI); Intel must raise
+/// #GP for GLOBAL_STATUS and for a reserved GLOBAL_CTRL bit. The global control is put back
+/// and the counters' status bits cleared whatever happened.
+pub(super) fn global_writes(ctx: &Ctx) -> Result<Outcome, PmuError> {
+    let amd = ctx.caps.intel_version().is_none();
+    let (ctl_reg, clear_reg) = if amd {
+        (regs::amd::GLOBAL_CTL, regs::amd::GLOBAL_STATUS_CLR)
+    } else {
+        (
+            regs::intel::PERF_GLOBAL_CTRL,
+            regs::intel::PERF_GLOBAL_OVF_CTRL,
+        )
+    };
+    let counters = u64::from(ctx.caps.gp_mask());
+    let mut bad = Items::default();
+    let mut done = Items::default();
+    let ctl = locked(|_, msr| {
+        let ctl = rd(msr, ctl_reg)?;
+        for w in selftest::global_writes(&ctx.caps, ctl) {
+            let wrote = msr.write(w.msr, w.value);
+            match (wrote, w.faults) {
+                (Err(MsrFault::GeneralProtection), true) | (Ok(()), false) => {}
+                (Err(f), _) => {
+                    bad.add(format_args!(
+                        "WRMSR {:#x} {:#x}: {}{}",
+                        w.msr,
+                        w.value,
+                        fault_name(f),
+                        if w.faults { "" } else { " (expected none)" }
+                    ));
+                    continue;
+                }
+                (Ok(()), true) => bad.add(format_args!(
+                    "WRMSR {:#x} {:#x} took (expected #GP)",
+                    w.msr, w.value
+                )),
+            }
+            let read = rd(msr, w.read)? & w.mask;
+            if read == w.expect {
+                done.add(format_args!(
+                    "{:#x}<-{:#x}{} {:#x}={read:#x}",
+                    w.msr,
+                    w.value,
+                    if w.faults { " #GP," } else { "," },
+                    w.read
+                ));
+            } else {
+                bad.add(format_args!(
+                    "after WRMSR {:#x} {:#x}: {:#x} reads {read:#x} (masked {:#x}), expected {:#x}",
+                    w.msr, w.value, w.read, w.mask, w.expect
+                ));
+            }
+        }
+        // Leave the PMU as the check found it, whatever went wrong above.
+        msr.write(ctl_reg, ctl).map_err(|fault| PmuError::Msr {
+            msr: ctl_reg,
+            fault,
+        })?;
+        msr.write(clear_reg, counters)
+            .map_err(|fault| PmuError::Msr {
+                msr: clear_reg,
+                fault,
+            })?;
+        Ok(ctl)
+    })?;
+    let rule = if amd {
+        "AMD PerfMonV2: reserved bits dropped, GlobalStatus writes ignored, no #GP"
+    } else {
+        "Intel: #GP for GLOBAL_STATUS and a reserved GLOBAL_CTRL bit, nothing changed"
+    };
+    let detail = format!("{rule}; global control {ctl:#x}; {}", done.0);
+    Ok(if bad.0.is_empty() {
+        Outcome::Pass(detail)
+    } else {
+        Outcome::Fail(format!("{detail}; but: {}", bad.0))
+    })
 }

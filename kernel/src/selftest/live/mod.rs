@@ -13,7 +13,8 @@
 //! a PMI is taken with the lock free, by the kernel's real handler (`pmu::machine::on_pmi`).
 //!
 //! - `counting`: the GP events, the fixed counters and their bitmap, all counters at once, cmask;
-//! - `access`: RDPMC forms, write widths, a write to a running counter;
+//! - `access`: RDPMC forms, write widths, a write to a running counter, writes to the global
+//!   registers;
 //! - `overflow`: overflow on every counter, and the PMI through the kernel's handler;
 //! - `ring3`: RDPMC from ring 3 with and without CR4.PCE.
 
@@ -151,6 +152,7 @@ fn run_check(check: Check, ctx: &Ctx) -> Outcome {
         Check::RunningWrite => access::running_write(ctx),
         Check::LegacyWrite => access::legacy_write(ctx),
         Check::FullWidthWrite => access::full_width_write(ctx),
+        Check::GlobalWrites => access::global_writes(ctx),
         Check::PmiHandler => overflow::pmi_handler(ctx),
         Check::RdpmcRing3 => ring3::rdpmc_ring3(ctx),
     };
