@@ -13,7 +13,8 @@
 # never in the repository (the .deb files stay in .../linux-guest-debs-<versions key>/). The
 # result is cached in
 #   ${BAREMARK_CACHE:-~/.cache/baremark}/linux-guest-<key>/
-# where <key> hashes the package versions, tests/linux/* and this script: a new kernel
+# where <key> hashes the package versions, the host's gcc and libc6 versions, tests/linux/*
+# and this script: a new kernel
 # version on the mirror or a changed program builds a new guest; otherwise the cached one is
 # printed at once. Tools it needs and lacks (cpio, gcc, libc6-dev, and perf's libraries when
 # the host lacks them) it installs with apt-get, saying so on stderr. Progress goes to
@@ -94,6 +95,9 @@ busybox_ver=$(candidate busybox-static)
 packages="$kernel_pkg=$kernel_ver linux-perf=$perf_ver busybox-static=$busybox_ver"
 key=$( {
     echo "$packages"
+    # the host's compiler and C library build the programs; perf's libraries are the host's
+    gcc --version | head -1
+    dpkg-query -W -f '${Version}\n' libc6
     cat "${BASH_SOURCE[0]}"
     for f in "$src"/*; do
         echo "== $(basename "$f")"
@@ -175,16 +179,18 @@ chmod 755 "$root/init" "$root/bin/"* "$root/usr/bin/perf"
 # (bookworm's, the versions perf was built against), at the paths ldd prints, so the
 # dynamic loader finds them where the binary's interpreter path and the default search
 # path point.
-libs() { ldd "$perf_bin" 2>&1; }
-if libs | grep -q 'not found'; then
+libs=$(ldd "$perf_bin" 2>&1 || true)
+if grep -q 'not found' <<<"$libs"; then
     deps=$(dpkg-deb -f "$perf_deb" Depends | tr ',' '\n' | sed 's/(.*)//; s/:any//; s/ //g' |
         grep -v -e '^perl$' -e '^python3$' -e '^$')
-    say "the host lacks libraries perf needs: $(libs | grep 'not found' | awk '{ print $1 }' | tr '\n' ' ')"
+    say "the host lacks libraries perf needs: $(grep 'not found' <<<"$libs" | awk '{ print $1 }' | tr '\n' ' ')"
     # shellcheck disable=SC2086
     apt_install $deps
+    libs=$(ldd "$perf_bin" 2>&1 || true)
 fi
-libs | grep -q 'not found' && die "perf's libraries are still missing: $(libs | grep 'not found')"
-for lib in $(libs | grep -o '/[^ ]*' | sort -u); do
+grep -q 'not found' <<<"$libs" && die "perf's libraries are still missing: $(grep 'not found' <<<"$libs")"
+grep -q '=> /' <<<"$libs" || die "ldd found no libraries for $perf_bin: $libs"
+for lib in $(grep -o '/[^ ]*' <<<"$libs" | sort -u); do
     mkdir -p "$root$(dirname "$lib")"
     cp -L "$lib" "$root$lib"
 done
@@ -199,7 +205,7 @@ find "$root" -exec touch -h -d @0 {} +
     echo "# Debian packages of this Linux guest (scripts/linux-guest.sh; never installed)"
     for p in $packages; do echo "$p"; done
     echo "# shared libraries of perf, from the host"
-    libs | sed 's/ (0x[0-9a-f]*)$//'
+    sed 's/ (0x[0-9a-f]*)$//' <<<"$libs"
 } >"$work/out/packages.txt"
 touch "$work/out/complete"
 rm -rf "$out"

@@ -62,12 +62,13 @@ pub fn guest_dir() -> Result<PathBuf, String> {
 /// QEMU, `-icount shift=0` (exact counts, one TSC tick per instruction), the model's CPU
 /// (`PmuModel::default_cpu`) with `pmu-model`, 512 MiB, no network card (q35's default
 /// e1000e is not in the emulator's build) and the serial port on stdio.
-pub fn command(qemu: &Path, dir: &Path, model: PmuModel) -> Command {
+/// `cpu_props` are added to `-cpu` (e.g. `,x-pmu-defect=no-pmi`; empty for none).
+pub fn command(qemu: &Path, dir: &Path, model: PmuModel, cpu_props: &str) -> Command {
     let mut cmd = Command::new(qemu);
     cmd.args(["-machine", "q35", "-accel", "tcg", "-icount", "shift=0"])
         .arg("-cpu")
         .arg(format!(
-            "{},pmu-model={}",
+            "{},pmu-model={}{cpu_props}",
             model.default_cpu(),
             model.name()
         ))
@@ -96,10 +97,19 @@ pub struct LinuxRun {
 /// Boots the guest on `model` and returns what it printed; QEMU is killed after `timeout`.
 /// Errors say why it could not start (no guest, no emulator).
 pub fn boot_linux(model: PmuModel, timeout: Duration) -> Result<LinuxRun, String> {
+    boot_linux_cpu(model, "", timeout)
+}
+
+/// As [`boot_linux`], with `cpu_props` added to QEMU's `-cpu` (see [`command`]).
+pub fn boot_linux_cpu(
+    model: PmuModel,
+    cpu_props: &str,
+    timeout: Duration,
+) -> Result<LinuxRun, String> {
     let dir = guest_dir()?;
     let qemu = emulated_pmu_qemu().map_err(|e| format!("no QEMU with the emulated PMU: {e:#}"))?;
     let start = Instant::now();
-    let mut child = command(&qemu, &dir, model)
+    let mut child = command(&qemu, &dir, model, cpu_props)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

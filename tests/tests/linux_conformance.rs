@@ -5,12 +5,13 @@
 //! why), each of read(2), the mmap page's seqlock and bare RDPMC 10,000,001 for the loop's
 //! region, and counter overflow delivered to a handler (SIGTRAP and SIGIO) once per period.
 //! The guest is built and cached outside the clone by scripts/linux-guest.sh (Debian's
-//! packages, never committed). Each boot takes about 20 s.
+//! packages, never committed). Each boot takes about 20 s; a last case boots a model broken
+//! on purpose (no PMI) and sees the overflow checks' values fail.
 
 use std::time::Duration;
 
 use baremark::qemu::PmuModel;
-use baremark_tests::linux::{LinuxRun, boot_linux};
+use baremark_tests::linux::{LinuxRun, boot_linux, boot_linux_cpu};
 
 const TIMEOUT: Duration = Duration::from_secs(180);
 
@@ -118,4 +119,26 @@ fn linux_on_amd_core() {
 #[ignore = "needs the amd-v2 fix (emulator patch 0011)"]
 fn linux_on_amd_v2() {
     conforms(PmuModel::AmdV2, "core perfctr, AMD PMU driver.");
+}
+
+/// The checks can fail: on a model whose counters overflow without a PMI (the emulator's
+/// `x-pmu-defect=no-pmi`), counting is still exact but no overflow reaches a handler.
+#[test]
+fn linux_sees_a_pmu_without_pmis() {
+    let model = PmuModel::IntelV4;
+    let run = boot_linux_cpu(model, ",x-pmu-defect=no-pmi", TIMEOUT)
+        .unwrap_or_else(|e| panic!("{model:?}: {e}"));
+    eprintln!(
+        "{model:?} no-pmi: the Linux guest ran in {:.1} s",
+        run.elapsed.as_secs_f64()
+    );
+    assert!(run.completed(), "{model:?} no-pmi:\n{}", run.tail());
+    assert_eq!(run.perf_stat("instructions:u").as_deref(), Some("10000004"));
+    for method in ["sigtrap", "sigio"] {
+        assert_eq!(num(&run, "overflow", method, "signals"), 0, "{method}");
+        assert!(
+            num(&run, "overflow", method, "expected_signals") >= 100,
+            "{method}"
+        );
+    }
 }
