@@ -165,6 +165,9 @@ cflags=(-O2 -Wall -Wextra -Werror -static)
 gcc "${cflags[@]}" -nostdlib -o "$work/out/bin/loop" "$src/loop.c"
 gcc "${cflags[@]}" -o "$work/out/bin/selfmon" "$src/selfmon.c"
 gcc "${cflags[@]}" -o "$work/out/bin/overflow" "$src/overflow.c"
+for prog in region nullsys sample intrude; do
+    gcc "${cflags[@]}" -o "$work/out/bin/$prog" "$src/$prog.c"
+done
 
 # The initramfs tree.
 root="$work/root"

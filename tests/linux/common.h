@@ -43,7 +43,7 @@ void empty_fn(void);
 #define KNOWN_LOOP_NET 10000001ULL
 
 /* Called through a volatile pointer so the call site is the same for both functions. */
-static void (*volatile region_fn)(void);
+__attribute__((unused)) static void (*volatile region_fn)(void);
 
 /*
  * The TSC, after earlier instructions have completed (lfence). Under QEMU's `-icount
@@ -89,7 +89,7 @@ static int cmp_u64(const void *a, const void *b)
 }
 
 /* Sorts `v` in place and prints ` NAME_min=.. NAME_median=.. NAME_max=..`. */
-static void print_stats(const char *name, uint64_t *v, size_t n)
+__attribute__((unused)) static void print_stats(const char *name, uint64_t *v, size_t n)
 {
     qsort(v, n, sizeof(*v), cmp_u64);
     printf(" %s_min=%llu %s_median=%llu %s_max=%llu", name, (unsigned long long)v[0], name,
