@@ -44,6 +44,10 @@ fn main() {
             "BAREMARK_PAYLOAD_MUX_ELF",
         ),
         (
+            "CARGO_BIN_FILE_BAREMARK_PAYLOAD_RDPMC_wallcost",
+            "BAREMARK_PAYLOAD_WALLCOST_ELF",
+        ),
+        (
             "CARGO_BIN_FILE_BAREMARK_PAYLOAD_RDPMC_sysmode",
             "BAREMARK_PAYLOAD_SYSMODE_ELF",
         ),

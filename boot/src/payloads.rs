@@ -64,6 +64,12 @@ pub static BUILTIN: &[Payload] = &[
         name: "bandwidth",
         elf: include_bytes!(env!("BAREMARK_PAYLOAD_BANDWIDTH_ELF")),
     },
+    // Test payload: wall costs by RDTSC (null syscalls with 4 counters; a 10M-instruction loop
+    // to sample), for the Linux side-by-side benchmark (payloads/rdpmc/src/wallcost.rs).
+    Payload {
+        name: "wallcost",
+        elf: include_bytes!(env!("BAREMARK_PAYLOAD_WALLCOST_ELF")),
+    },
     // Test payload: loops forever without a system call (only the watchdog ends it).
     Payload {
         name: "spin",

@@ -1,0 +1,118 @@
+//! Test payload for the Linux side-by-side benchmark (tests/src/bin/linux-vs-baremark.rs,
+//! docs/benchmarks.md): wall costs, read with the real TSC (RDTSC, the kernel's time included;
+//! under `-icount shift=0` one tick per instruction of the whole machine).
+//!
+//! - `--args wallcost=syscall`: 4 counters configured (instructions:u twice, branches:u,
+//!   cycles:u; the encodings of the CPU's vendor), then `CALLS` null syscalls (an unknown
+//!   number: ENOSYS at once) in a loop of `mov, syscall, dec, jnz`; reports `calls`,
+//!   `wall_ticks` (RDTSC around the loop) and `seen_ticks` (the task's virtual TSC around it,
+//!   what the task is charged) and `counters` (configured or the error).
+//! - `--args wallcost=loop`: `LOOP_ITERATIONS` iterations of a 10-instruction loop (10,000,000
+//!   instructions); reports `wall_ticks` around it. Run once plain and once sampled (`run.cfg
+//!   sample`), the difference over the samples taken is the wall cost of one sample.
+#![cfg_attr(target_os = "none", no_std, no_main)]
+
+#[cfg(target_os = "none")]
+baremark_sdk::entry!(body::run);
+
+#[cfg(target_os = "none")]
+mod body {
+    use core::fmt::Write as _;
+
+    use baremark_sdk::Buf;
+
+    const CALLS: u64 = 1000;
+    const LOOP_ITERATIONS: u64 = 1_000_000;
+    const USR: u64 = 1 << 16;
+
+    // No such syscall: the kernel answers ENOSYS without doing anything (the suite's
+    // `syscall` benchmark uses the same number).
+    core::arch::global_asm!(
+        ".pushsection .text.wallcost_syscalls, \"ax\", @progbits",
+        ".global wallcost_syscalls",
+        "wallcost_syscalls:",
+        "2:  mov eax, 0xffff",
+        "    syscall",
+        "    dec rdi",
+        "    jnz 2b",
+        "    ret",
+        ".popsection",
+        ".pushsection .text.wallcost_loop, \"ax\", @progbits",
+        ".global wallcost_loop",
+        "wallcost_loop:",
+        "2:  nop",
+        "    nop",
+        "    nop",
+        "    nop",
+        "    nop",
+        "    nop",
+        "    nop",
+        "    nop",
+        "    dec rdi",
+        "    jnz 2b",
+        "    ret",
+        ".popsection",
+    );
+
+    unsafe extern "C" {
+        fn wallcost_syscalls(n: u64);
+        fn wallcost_loop(n: u64);
+    }
+
+    fn amd() -> bool {
+        core::arch::x86_64::__cpuid(0).ebx == u32::from_le_bytes(*b"Auth")
+    }
+
+    pub fn run() -> i64 {
+        let mut arg = [0u8; 32];
+        let n = baremark_sdk::args(&mut arg).unwrap_or(0).min(arg.len());
+        let mut buf = Buf::<512>::new();
+        match &arg[..n] {
+            b"syscall" => {
+                let (cycles, branches) = if amd() { (0x76, 0xc2) } else { (0x3c, 0xc4) };
+                let events = [0xc0 | USR, 0xc0 | USR, branches | USR, cycles | USR];
+                let counters = match baremark_sdk::counters_configure(&events) {
+                    Ok(_) => "4",
+                    Err(_) => "none (counters_configure refused)",
+                };
+                let seen0 = baremark_sdk::counters_read(&mut [0u64; 4]).map_or(0, |r| r.tsc);
+                let t0 = baremark_sdk::rdtsc();
+                // SAFETY: an unknown syscall changes nothing but RAX, RCX and R11, which the
+                // function may clobber (caller-saved); n >= 1 ends.
+                unsafe { wallcost_syscalls(CALLS) };
+                let t1 = baremark_sdk::rdtsc();
+                let seen1 = baremark_sdk::counters_read(&mut [0u64; 4]).map_or(0, |r| r.tsc);
+                let _ = write!(
+                    buf,
+                    "calls={CALLS}\ncounters={counters}\nwall_ticks={}\nseen_ticks={}",
+                    t1.wrapping_sub(t0),
+                    seen1.wrapping_sub(seen0)
+                );
+            }
+            b"loop" => {
+                let t0 = baremark_sdk::rdtsc();
+                // SAFETY: a register-only loop; n >= 1 ends.
+                unsafe { wallcost_loop(LOOP_ITERATIONS) };
+                let t1 = baremark_sdk::rdtsc();
+                let _ = write!(
+                    buf,
+                    "iterations={LOOP_ITERATIONS}\ninstructions={}\nwall_ticks={}",
+                    LOOP_ITERATIONS * 10,
+                    t1.wrapping_sub(t0)
+                );
+            }
+            _ => {
+                let _ = write!(buf, "error=give --args wallcost=syscall or wallcost=loop");
+                let _ = baremark_sdk::report(buf.as_str());
+                return 2;
+            }
+        }
+        let _ = baremark_sdk::report(buf.as_str());
+        0
+    }
+}
+
+#[cfg(not(target_os = "none"))]
+fn main() {
+    baremark_sdk::host_main();
+}
