@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 
-use super::{TimeUnit, num, num_list, reports, triple, val};
+use super::{TimeUnit, cpu_name, list, num, num_list, reports, triple, uncounted, val};
 use crate::numbers;
 use crate::records::Record;
 use crate::results::Results;
@@ -152,12 +152,7 @@ impl Bandwidth {
             steps,
             loaded,
             unit: TimeUnit::of(&res.machine),
-            cpu_name: res
-                .machine
-                .cpu_brand
-                .clone()
-                .or(res.machine.cpu.clone())
-                .unwrap_or_else(|| "unknown CPU".into()),
+            cpu_name: cpu_name(&res),
             done,
         }))
     }
@@ -492,25 +487,8 @@ impl Bandwidth {
     }
 }
 
-fn uncounted(counters: &str) -> Vec<usize> {
-    if counters == "ok" {
-        return Vec::new();
-    }
-    counters
-        .split(',')
-        .filter_map(|x| x.split_once(':')?.0.parse().ok())
-        .collect()
-}
-
 fn parse_setup(r: &Record) -> Result<Setup> {
-    let list = |k: &str| -> Vec<String> {
-        val(r, k)
-            .unwrap_or("")
-            .split(',')
-            .filter(|x| !x.is_empty())
-            .map(str::to_string)
-            .collect()
-    };
+    let list = |k: &str| list(r, k);
     Ok(Setup {
         cpus: num_list(r, "cpus")?
             .into_iter()

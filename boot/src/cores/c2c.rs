@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 
-use super::{TimeUnit, median, num, num_list, reports, triple, val};
+use super::{TimeUnit, cpu_name, list, median, num, num_list, reports, triple, uncounted, val};
 use crate::numbers;
 use crate::records::Record;
 use crate::results::Results;
@@ -97,12 +97,7 @@ impl C2c {
             setup,
             pairs,
             unit: TimeUnit::of(&res.machine),
-            cpu_name: res
-                .machine
-                .cpu_brand
-                .clone()
-                .or(res.machine.cpu.clone())
-                .unwrap_or_else(|| "unknown CPU".into()),
+            cpu_name: cpu_name(&res),
             done,
         }))
     }
@@ -440,14 +435,7 @@ impl C2c {
 }
 
 fn parse_setup(r: &Record) -> Result<Setup> {
-    let list = |k: &str| -> Vec<String> {
-        val(r, k)
-            .unwrap_or("")
-            .split(',')
-            .filter(|x| !x.is_empty())
-            .map(str::to_string)
-            .collect()
-    };
+    let list = |k: &str| list(r, k);
     Ok(Setup {
         cpus: num_list(r, "cpus")?
             .into_iter()
@@ -494,12 +482,6 @@ fn parse_pair(r: &Record, events: usize) -> Result<Pair> {
 impl Setup {
     /// The CPUs whose counters could not count the events (`counters=CPU:ERROR,...`).
     pub fn uncounted(&self) -> Vec<usize> {
-        if self.counters == "ok" {
-            return Vec::new();
-        }
-        self.counters
-            .split(',')
-            .filter_map(|x| x.split_once(':')?.0.parse().ok())
-            .collect()
+        uncounted(&self.counters)
     }
 }

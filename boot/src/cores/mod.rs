@@ -45,6 +45,37 @@ fn num_list(r: &Record, key: &str) -> Result<Vec<u64>> {
         .collect()
 }
 
+/// A comma-separated list of words (empty when the key is missing).
+fn list(r: &Record, key: &str) -> Vec<String> {
+    val(r, key)
+        .unwrap_or("")
+        .split(',')
+        .filter(|x| !x.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+/// The CPUs a setup's `counters=CPU:ERROR,...` names (none for `ok`): their counters could not
+/// count the events, so their counts are "not supported", never the zeros they read.
+fn uncounted(counters: &str) -> Vec<usize> {
+    if counters == "ok" {
+        return Vec::new();
+    }
+    counters
+        .split(',')
+        .filter_map(|x| x.split_once(':')?.0.parse().ok())
+        .collect()
+}
+
+/// The machine as the tables name it: its brand string, else its perfmon-style name.
+fn cpu_name(res: &crate::results::Results) -> String {
+    res.machine
+        .cpu_brand
+        .clone()
+        .or(res.machine.cpu.clone())
+        .unwrap_or_else(|| "unknown CPU".into())
+}
+
 /// `median/min/max`.
 fn triple(text: &str) -> Result<(u64, u64, u64)> {
     let mut it = text.split('/').map(str::parse::<u64>);

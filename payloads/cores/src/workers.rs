@@ -8,7 +8,9 @@
 
 use core::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering};
 
-use baremark_sdk::{Error, thread};
+use core::fmt::Write as _;
+
+use baremark_sdk::{Buf, CpuEntry, Error, thread};
 
 use crate::{CpuSet, Events, MAX_CPUS, MAX_EVENTS};
 
@@ -256,4 +258,89 @@ pub fn hypervisor() -> bool {
 pub fn amd() -> bool {
     let ebx = core::arch::x86_64::__cpuid(0).ebx;
     ebx == u32::from_le_bytes(*b"Auth")
+}
+
+/// What both payloads begin with: their argument text (checked against `known`), the CPU the
+/// task runs on, the online CPUs and the set `cpus=` names (default all), each named CPU
+/// online. `Err` is the message for the payload's error report.
+pub struct Start<'a> {
+    pub text: &'a str,
+    pub me: usize,
+    pub cpus: CpuSet,
+    pub online: [CpuEntry; MAX_CPUS],
+    pub n_online: usize,
+}
+
+/// Reads the arguments into `buf` and the CPUs; see [`Start`]. The error is the message itself
+/// (payloads have no allocator to box it; it is returned once, at start-up).
+#[allow(clippy::result_large_err)]
+pub fn start<'a>(buf: &'a mut [u8; 1024], known: &[&str]) -> Result<Start<'a>, Buf<256>> {
+    let mut msg = Buf::<256>::new();
+    let n = baremark_sdk::args(buf).unwrap_or(0).min(buf.len());
+    let text = core::str::from_utf8(&buf[..n]).unwrap_or("");
+    if let Some(bad) = crate::unknown_arg(text, known) {
+        let _ = write!(msg, "unknown argument `{bad}` (known:");
+        for k in known {
+            let _ = write!(msg, " {k}=");
+        }
+        let _ = write!(msg, ")");
+        return Err(msg);
+    }
+    let mut online = [CpuEntry::default(); MAX_CPUS];
+    let Ok((me, n_online)) = baremark_sdk::cpus(&mut online) else {
+        let _ = write!(msg, "the cpus syscall failed");
+        return Err(msg);
+    };
+    let mut all = CpuSet::EMPTY;
+    online[..n_online]
+        .iter()
+        .for_each(|c| all.insert(c.index as usize));
+    let cpus = match CpuSet::parse(crate::arg(text, "cpus").unwrap_or("all"), &all) {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = write!(msg, "{e}");
+            return Err(msg);
+        }
+    };
+    if let Some(off) = cpus.iter().find(|&c| !all.contains(c)) {
+        let _ = write!(msg, "cpus: CPU {off} is not online ({n_online} are)");
+        return Err(msg);
+    }
+    Ok(Start {
+        text,
+        me: me as usize,
+        cpus,
+        online,
+        n_online,
+    })
+}
+
+/// The setup report's `events=` and `counters=` lines: the events' names, then `ok` or
+/// `CPU:ERROR,...` for the CPUs of `cpus` whose counters could not count them.
+pub fn write_events_and_counters<const N: usize>(
+    buf: &mut Buf<N>,
+    events: &Events<'_>,
+    cpus: impl Iterator<Item = usize>,
+) {
+    let _ = write!(buf, "\nevents=");
+    for (i, name) in events.names[..events.n].iter().enumerate() {
+        let _ = write!(buf, "{}{name}", if i > 0 { "," } else { "" });
+    }
+    let _ = write!(buf, "\ncounters=");
+    let mut first = true;
+    for c in cpus {
+        let s = COUNTER_STATUS[c].load(Ordering::Relaxed);
+        if let Err(e) = Error::check(s) {
+            let _ = write!(
+                buf,
+                "{}{c}:{}",
+                if first { "" } else { "," },
+                crate::error_name(e)
+            );
+            first = false;
+        }
+    }
+    if first {
+        let _ = write!(buf, "ok");
+    }
 }

@@ -7,6 +7,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 
+use baremark::cores::cli;
 use baremark::image::{OnEnd, RunConfig};
 use baremark::records::{self, Record};
 use baremark::session;
@@ -79,8 +80,51 @@ fn cross_core_records(
     Ok((outcome.records, Some((lines, code))))
 }
 
+/// No run of the payload in the records: after a boot, QEMU's lines and the boot's status;
+/// from a log, an error.
+fn nothing(outcome: Booted, payload: &str, setup: &str) -> Result<ExitCode> {
+    let Some((lines, code)) = outcome else {
+        bail!("the log holds no {payload} run (no {setup} report)");
+    };
+    println!("{lines}");
+    eprintln!("baremark: the {payload} payload reported nothing (see the records: --verbose)");
+    Ok(code)
+}
+
+/// `--json` and `--csv`, when asked for.
+fn write_data(
+    files: &cli::FileOptions,
+    json: &serde_json::Value,
+    csv: &str,
+    wrote: &mut Vec<String>,
+) -> Result<()> {
+    if let Some(path) = &files.json {
+        wrote.push(cli::write_file(path, &serde_json::to_string_pretty(json)?)?);
+    }
+    if let Some(path) = &files.csv {
+        wrote.push(cli::write_file(path, csv)?);
+    }
+    Ok(())
+}
+
+/// The exit status: after a boot, QEMU's lines and the boot's status, 1 if the run is not
+/// complete; from a log, 0 or 5 (damaged: the run is not complete).
+fn status(outcome: Booted, complete: bool) -> ExitCode {
+    match outcome {
+        Some((lines, code)) => {
+            println!("{lines}");
+            if complete {
+                code
+            } else {
+                ExitCode::from(EXIT_KERNEL_FAILURE)
+            }
+        }
+        None => ExitCode::from(if complete { 0 } else { EXIT_DAMAGED }),
+    }
+}
+
 pub fn c2c(args: C2cArgs) -> Result<ExitCode> {
-    use baremark::cores::{c2c::C2c, cli};
+    use baremark::cores::c2c::C2c;
     let text = args.opts.payload_args(args.qemu.smp)?;
     let files = &args.opts.files;
     let (records, outcome) = cross_core_records(
@@ -91,12 +135,7 @@ pub fn c2c(args: C2cArgs) -> Result<ExitCode> {
         args.verbose,
     )?;
     let Some(run) = C2c::from_records(&records)? else {
-        if let Some((lines, code)) = outcome {
-            println!("{lines}");
-            eprintln!("baremark: the c2c payload reported nothing (see the records: --verbose)");
-            return Ok(code);
-        }
-        bail!("the log holds no c2c run (no c2c_setup report)");
+        return nothing(outcome, "c2c", "c2c_setup");
     };
     println!("{}", run.table().trim_end());
     let several = run.setup.variants.len() > 1;
@@ -109,32 +148,13 @@ pub fn c2c(args: C2cArgs) -> Result<ExitCode> {
             )?);
         }
     }
-    if let Some(path) = &files.json {
-        wrote.push(cli::write_file(
-            path,
-            &serde_json::to_string_pretty(&run.json())?,
-        )?);
-    }
-    if let Some(path) = &files.csv {
-        wrote.push(cli::write_file(path, &run.csv())?);
-    }
+    write_data(files, &run.json(), &run.csv(), &mut wrote)?;
     note(&wrote);
-    let complete = run.done && run.missing().is_empty();
-    match outcome {
-        Some((lines, code)) => {
-            println!("{lines}");
-            Ok(if complete {
-                code
-            } else {
-                ExitCode::from(EXIT_KERNEL_FAILURE)
-            })
-        }
-        None => Ok(ExitCode::from(if complete { 0 } else { EXIT_DAMAGED })),
-    }
+    Ok(status(outcome, run.done && run.missing().is_empty()))
 }
 
 pub fn bandwidth(args: BandwidthArgs) -> Result<ExitCode> {
-    use baremark::cores::{bandwidth::Bandwidth, cli};
+    use baremark::cores::bandwidth::Bandwidth;
     let text = args.opts.payload_args(args.qemu.smp)?;
     let files = &args.opts.files;
     let (records, outcome) = cross_core_records(
@@ -145,14 +165,7 @@ pub fn bandwidth(args: BandwidthArgs) -> Result<ExitCode> {
         args.verbose,
     )?;
     let Some(run) = Bandwidth::from_records(&records)? else {
-        if let Some((lines, code)) = outcome {
-            println!("{lines}");
-            eprintln!(
-                "baremark: the bandwidth payload reported nothing (see the records: --verbose)"
-            );
-            return Ok(code);
-        }
-        bail!("the log holds no bandwidth run (no bw_setup report)");
+        return nothing(outcome, "bandwidth", "bw_setup");
     };
     println!("{}", run.table().trim_end());
     let mut wrote = Vec::new();
@@ -165,28 +178,9 @@ pub fn bandwidth(args: BandwidthArgs) -> Result<ExitCode> {
             )?);
         }
     }
-    if let Some(path) = &files.json {
-        wrote.push(cli::write_file(
-            path,
-            &serde_json::to_string_pretty(&run.json())?,
-        )?);
-    }
-    if let Some(path) = &files.csv {
-        wrote.push(cli::write_file(path, &run.csv())?);
-    }
+    write_data(files, &run.json(), &run.csv(), &mut wrote)?;
     note(&wrote);
-    let complete = run.problems().is_empty();
-    match outcome {
-        Some((lines, code)) => {
-            println!("{lines}");
-            Ok(if complete {
-                code
-            } else {
-                ExitCode::from(EXIT_KERNEL_FAILURE)
-            })
-        }
-        None => Ok(ExitCode::from(if complete { 0 } else { EXIT_DAMAGED })),
-    }
+    Ok(status(outcome, run.problems().is_empty()))
 }
 
 /// The c2c matrix and the bandwidth table of a run's records, if it holds them (`run

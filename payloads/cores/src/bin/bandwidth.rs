@@ -31,11 +31,11 @@ mod body {
     use core::fmt::Write as _;
     use core::sync::atomic::{AtomicU64, Ordering};
 
-    use baremark_payload_cores::workers::{self, COUNTER_STATUS, Crew, MAIL, OUT_WORDS, pause};
+    use baremark_payload_cores::workers::{self, Crew, MAIL, OUT_WORDS, pause};
     use baremark_payload_cores::{
-        CpuSet, Events, MAX_EVENTS, MAX_REPS, arg, error_name, median_min_max, num_arg, unknown_arg,
+        Events, MAX_EVENTS, MAX_REPS, arg, error_name, median_min_max, num_arg,
     };
-    use baremark_sdk::{Buf, CpuEntry};
+    use baremark_sdk::Buf;
 
     const KNOWN: &[&str] = &[
         "cpus", "kernels", "bytes", "passes", "reps", "loaded", "loads", "events",
@@ -365,36 +365,12 @@ mod body {
     unsafe impl<T> Sync for Pool2<T> {}
 
     pub fn run() -> i64 {
-        let mut text = [0u8; 1024];
-        let n = baremark_sdk::args(&mut text).unwrap_or(0).min(text.len());
-        let text = core::str::from_utf8(&text[..n]).unwrap_or("");
-        if let Some(bad) = unknown_arg(text, KNOWN) {
-            let mut buf = Buf::<256>::new();
-            let _ = write!(buf, "unknown argument `{bad}` (known:");
-            for k in KNOWN {
-                let _ = write!(buf, " {k}=");
-            }
-            let _ = write!(buf, ")");
-            return fail(buf.as_str());
-        }
-        let mut online = [CpuEntry::default(); 512];
-        let Ok((me, n_online)) = baremark_sdk::cpus(&mut online) else {
-            return fail("the cpus syscall failed");
+        let mut args = [0u8; 1024];
+        let start = match workers::start(&mut args, KNOWN) {
+            Ok(s) => s,
+            Err(msg) => return fail(msg.as_str()),
         };
-        let me = me as usize;
-        let mut all = CpuSet::EMPTY;
-        online[..n_online]
-            .iter()
-            .for_each(|c| all.insert(c.index as usize));
-        let set = match CpuSet::parse(arg(text, "cpus").unwrap_or("all"), &all) {
-            Ok(c) => c,
-            Err(e) => return fail(e),
-        };
-        if let Some(off) = set.iter().find(|&c| !all.contains(c)) {
-            let mut buf = Buf::<128>::new();
-            let _ = write!(buf, "cpus: CPU {off} is not online ({n_online} are)");
-            return fail(buf.as_str());
-        }
+        let (text, me, set) = (start.text, start.me, start.cpus);
         let mut cpus = [0usize; baremark_payload_cores::MAX_CPUS];
         let ncpu = set.len();
         for (slot, c) in set.iter().enumerate() {
@@ -459,25 +435,10 @@ mod body {
         }
         let _ = write!(
             buf,
-            "\nbytes={bytes}\npasses={passes}\nreps={reps}\nkernels={kernels}\nloaded={}\nloads={loads}\nevents=",
+            "\nbytes={bytes}\npasses={passes}\nreps={reps}\nkernels={kernels}\nloaded={}\nloads={loads}",
             if loaded { "on" } else { "off" }
         );
-        for (i, name) in events.names[..events.n].iter().enumerate() {
-            let _ = write!(buf, "{}{name}", if i > 0 { "," } else { "" });
-        }
-        let _ = write!(buf, "\ncounters=");
-        let mut first = true;
-        for &c in cpus {
-            let s = COUNTER_STATUS[c].load(Ordering::Relaxed);
-            if s != 0 {
-                let e = baremark_sdk::Error::check(s).unwrap_err();
-                let _ = write!(buf, "{}{c}:{}", if first { "" } else { "," }, error_name(e));
-                first = false;
-            }
-        }
-        if first {
-            let _ = write!(buf, "ok");
-        }
+        workers::write_events_and_counters(&mut buf, &events, cpus.iter().copied());
         let _ = baremark_sdk::report(buf.as_str());
 
         // SAFETY: the task alone uses these, and only here (see `Pool2`).

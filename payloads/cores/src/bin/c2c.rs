@@ -27,12 +27,11 @@ mod body {
     use core::fmt::Write as _;
     use core::sync::atomic::{AtomicU64, Ordering};
 
-    use baremark_payload_cores::workers::{self, COUNTER_STATUS, Crew, MAIL, OUT_WORDS, pause};
+    use baremark_payload_cores::workers::{self, Crew, MAIL, OUT_WORDS, pause};
     use baremark_payload_cores::{
         CpuSet, Events, MAX_EVENTS, MAX_REPS, Spin, arg, error_name, median_min_max, num_arg,
-        unknown_arg,
     };
-    use baremark_sdk::{Buf, CpuEntry};
+    use baremark_sdk::Buf;
 
     const KNOWN: &[&str] = &[
         "cpus", "rounds", "warmup", "reps", "variants", "spin", "events",
@@ -147,36 +146,13 @@ mod body {
     }
 
     pub fn run() -> i64 {
-        let mut text = [0u8; 1024];
-        let n = baremark_sdk::args(&mut text).unwrap_or(0).min(text.len());
-        let text = core::str::from_utf8(&text[..n]).unwrap_or("");
-        if let Some(bad) = unknown_arg(text, KNOWN) {
-            let mut buf = Buf::<256>::new();
-            let _ = write!(buf, "unknown argument `{bad}` (known:");
-            for k in KNOWN {
-                let _ = write!(buf, " {k}=");
-            }
-            let _ = write!(buf, ")");
-            return fail(buf.as_str());
-        }
-        let mut online = [CpuEntry::default(); 512];
-        let Ok((me, n_online)) = baremark_sdk::cpus(&mut online) else {
-            return fail("the cpus syscall failed");
+        let mut args = [0u8; 1024];
+        let start = match workers::start(&mut args, KNOWN) {
+            Ok(s) => s,
+            Err(msg) => return fail(msg.as_str()),
         };
-        let me = me as usize;
-        let mut all = CpuSet::EMPTY;
-        online[..n_online]
-            .iter()
-            .for_each(|c| all.insert(c.index as usize));
-        let cpus = match CpuSet::parse(arg(text, "cpus").unwrap_or("all"), &all) {
-            Ok(c) => c,
-            Err(e) => return fail(e),
-        };
-        if let Some(off) = cpus.iter().find(|&c| !all.contains(c)) {
-            let mut buf = Buf::<128>::new();
-            let _ = write!(buf, "cpus: CPU {off} is not online ({} are)", n_online);
-            return fail(buf.as_str());
-        }
+        let (text, me, cpus) = (start.text, start.me, start.cpus);
+        let online = &start.online[..start.n_online];
         if cpus.len() < 2 {
             return fail("cpus: name at least two CPUs (a pair)");
         }
@@ -219,40 +195,21 @@ mod body {
         let mut buf = Buf::<1024>::new();
         let _ = write!(
             buf,
-            "c2c_setup=1\ncpus={}\nrounds={rounds}\nwarmup={warmup}\nreps={reps}\nspin={}\nvariants={variants}\nevents=",
+            "c2c_setup=1\ncpus={}\nrounds={rounds}\nwarmup={warmup}\nreps={reps}\nspin={}\nvariants={variants}",
             List(&cpus),
             spin.name()
         );
-        for (i, name) in events.names[..events.n].iter().enumerate() {
-            let _ = write!(buf, "{}{name}", if i > 0 { "," } else { "" });
-        }
+        workers::write_events_and_counters(&mut buf, &events, cpus.iter());
         // On a hybrid part, each CPU's core type (CPUID.1AH), for the matrix's labels.
-        if online[..n_online].iter().any(|c| c.core_type != 0) {
+        if online.iter().any(|c| c.core_type != 0) {
             let _ = write!(buf, "\ncore_types=");
             for (i, c) in cpus.iter().enumerate() {
-                let t = online[..n_online]
+                let t = online
                     .iter()
                     .find(|e| e.index as usize == c)
                     .map_or(0, |e| e.core_type);
                 let _ = write!(buf, "{}{t:#x}", if i > 0 { "," } else { "" });
             }
-        }
-        let _ = write!(buf, "\ncounters=");
-        let mut first = true;
-        for c in cpus.iter() {
-            let s = COUNTER_STATUS[c].load(Ordering::Relaxed);
-            if s != 0 {
-                let _ = write!(
-                    buf,
-                    "{}{c}:{}",
-                    if first { "" } else { "," },
-                    error_name(baremark_sdk::Error::check(s).unwrap_err())
-                );
-                first = false;
-            }
-        }
-        if first {
-            let _ = write!(buf, "ok");
         }
         let _ = baremark_sdk::report(buf.as_str());
 
