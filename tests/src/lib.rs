@@ -815,3 +815,23 @@ pub fn screen_summary<'a>(
     }
     s
 }
+
+/// A harness result's statistic (`raw`, `per_iteration`, ...): its median, for benchmark
+/// `bench` and `event` (the benchmarks, harness-costs and linux-vs-baremark, read them so).
+pub fn figure(outcome: &RunOutcome, bench: &str, event: &str, object: &str) -> Option<f64> {
+    outcome
+        .records_of("result")
+        .find(|r| r.str("bench") == Some(bench) && r.str("event") == Some(event))
+        .and_then(|r| r.get(object)["median"].as_f64())
+}
+
+/// A number a payload declared in its report for benchmark `bench` (`key=value`).
+pub fn declared(outcome: &RunOutcome, bench: &str, key: &str) -> Option<f64> {
+    outcome.records_of("report").find_map(|r| {
+        let values = r.get("values");
+        if values["bench"].as_str() != Some(bench) {
+            return None;
+        }
+        values[key].as_str().and_then(|v| v.trim().parse().ok())
+    })
+}

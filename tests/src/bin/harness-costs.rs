@@ -27,26 +27,7 @@ use std::time::Duration;
 use baremark::image::{Firmware, Overhead, RunConfig};
 use baremark::qemu::PmuModel;
 use baremark::session::{RunOutcome, Verdict};
-use baremark_tests::{boot, boot_emulated_cpu_props, builtin_payloads};
-
-/// Per-repetition and per-iteration figures of one benchmark's event.
-fn figure(outcome: &RunOutcome, bench: &str, event: &str, object: &str) -> Option<f64> {
-    outcome
-        .records_of("result")
-        .find(|r| r.str("bench") == Some(bench) && r.str("event") == Some(event))
-        .and_then(|r| r.get(object)["median"].as_f64())
-}
-
-/// A number the payload declared in its report (`key=value`).
-fn declared(outcome: &RunOutcome, bench: &str, key: &str) -> Option<f64> {
-    outcome.records_of("report").find_map(|r| {
-        let values = r.get("values");
-        if values["bench"].as_str() != Some(bench) {
-            return None;
-        }
-        values[key].as_str().and_then(|v| v.trim().parse().ok())
-    })
-}
+use baremark_tests::{boot, boot_emulated_cpu_props, builtin_payloads, declared, figure};
 
 fn config(names: &[&str], events: Option<&str>, quantum_us: u32) -> RunConfig {
     RunConfig {

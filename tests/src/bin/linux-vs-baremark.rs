@@ -17,7 +17,7 @@ use baremark::image::{Firmware, Overhead, RunConfig};
 use baremark::qemu::PmuModel;
 use baremark::session::{RunOutcome, Verdict};
 use baremark_tests::linux::{LinuxRun, boot_linux};
-use baremark_tests::{boot_emulated, builtin_payloads};
+use baremark_tests::{boot_emulated, builtin_payloads, declared, figure};
 
 const MODELS: [PmuModel; 6] = [
     PmuModel::IntelV2,
@@ -31,25 +31,6 @@ const MODELS: [PmuModel; 6] = [
 fn fail(what: &str, detail: &str) -> ! {
     eprintln!("linux-vs-baremark: {what}\n{detail}");
     std::process::exit(1);
-}
-
-/// A harness result's statistic (`raw`, `per_iteration`) median.
-fn figure(outcome: &RunOutcome, bench: &str, event: &str, object: &str) -> Option<f64> {
-    outcome
-        .records_of("result")
-        .find(|r| r.str("bench") == Some(bench) && r.str("event") == Some(event))
-        .and_then(|r| r.get(object)["median"].as_f64())
-}
-
-/// A number a payload declared in its report (`key=value`).
-fn declared(outcome: &RunOutcome, bench: &str, key: &str) -> Option<f64> {
-    outcome.records_of("report").find_map(|r| {
-        let values = r.get("values");
-        if values["bench"].as_str() != Some(bench) {
-            return None;
-        }
-        values[key].as_str().and_then(|v| v.trim().parse().ok())
-    })
 }
 
 /// One operation of a payload's loop: per iteration, less the loop's own instructions and its
