@@ -723,10 +723,63 @@ fn a_flood_of_syscalls_is_stopped_by_the_watchdog() {
     );
     assert!(killed.u64("syscalls").unwrap() > 100);
     assert_eq!(
-        indexed_records(&outcome, "task_output", 0).count() as u64,
+        indexed_records(&outcome, "task_output", 0).count() as u64 + 1,
         killed.u64("syscalls").unwrap(),
-        "one record per write"
+        "one record per write (and the `args` call)"
     );
+    let result = outcome
+        .records_of("result")
+        .find(|r| r.str("payload") == Some("add-latency"))
+        .expect("the next payload ran");
+    assert_eq!(result.get("per_iteration")["median"], 10);
+}
+
+/// The same with light syscalls (`zoo-syscall-flood=light`: an unknown number, answered by the
+/// SYSCALL entry without returning to the task runner): their kernel time is still the task's
+/// service, folded in at the next return to the runner (the timer's), and the watchdog ends the
+/// task on it as promptly.
+#[test]
+fn a_flood_of_light_syscalls_is_stopped_by_the_watchdog() {
+    const BUDGET_MS: u32 = 20;
+    let order = [
+        ("zoo-syscall-flood", Some("zoo-syscall-flood")),
+        ("add-latency", Some("add-latency")),
+    ];
+    let config = RunConfig {
+        timer_checks: false,
+        payloads: payloads(&order),
+        extra_members: vec![("args/zoo-syscall-flood".into(), b"light".to_vec())],
+        task_budget_ms: Some(BUDGET_MS),
+        reps: Some(5),
+        warmup: Some(1),
+        ..RunConfig::default()
+    };
+    let outcome = boot(Firmware::Bios, config, Duration::from_secs(120), Some(0));
+    expect_success(&outcome);
+    let killed = indexed_record(&outcome, "task_killed", 0);
+    let budget = killed.u64("budget_tsc").unwrap();
+    let service = killed.u64("service_tsc").unwrap();
+    let own = killed.u64("virtual_tsc").unwrap();
+    let calls = killed.u64("syscalls").unwrap();
+    // A light syscall's kernel part is as short as the task's own loop around it, so either
+    // budget may run out first; whichever did, promptly.
+    let spent = match killed.str("exceeded") {
+        Some("service") => service,
+        Some("ring3") => own,
+        other => panic!("exceeded {other:?}: {}", killed.value),
+    };
+    assert!(spent >= budget, "{}", killed.value);
+    assert!(
+        spent - budget < budget / 10,
+        "killed promptly: {}",
+        killed.value
+    );
+    // Far more calls than the general path's writes get in the same budget, none of them
+    // output, and every one's kernel time in the service (the light path is over 20
+    // instructions between its two TSC readings).
+    assert!(calls > 100_000, "{}", killed.value);
+    assert!(service >= calls * 20, "{}", killed.value);
+    assert_eq!(indexed_records(&outcome, "task_output", 0).count(), 0);
     let result = outcome
         .records_of("result")
         .find(|r| r.str("payload") == Some("add-latency"))

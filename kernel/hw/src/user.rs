@@ -79,6 +79,22 @@
 //! (docs/design.md). [`UserContext::set_virtual_tsc`] says what to publish,
 //! [`UserContext::entered_tsc`] and [`UserContext::left_tsc`] give the readings back.
 //!
+//! # Light syscalls
+//!
+//! A syscall whose answer needs nothing of the kernel's (today: a number the kernel does not
+//! know, answered ENOSYS) is answered by the SYSCALL entry itself when the kernel allows it for
+//! the run ([`UserContext::set_light_syscalls`]): after the entry's TSC reading it compares the
+//! number, parks RDI, RDX and RSP in the context, sanitises R11 as `run` sanitises RFLAGS, counts
+//! the call (the context's and the global SYSRETQ entries too), reads the TSC, moves the counter
+//! page's virtual-TSC `start` and `tsc_offset` on by the ticks since the entry's reading (so the
+//! task's virtual TSC does not count them, as it does not count the general path's), and returns
+//! with SYSRETQ: no CR3 write, no counter switch, no return from [`run`]. The kernel allows it only
+//! when nothing it keeps for the task would change: its counters are all live in hardware (or
+//! stopped) and nothing else is in the way (the task runner's `light_syscalls`); it takes the calls
+//! and ticks afterwards ([`UserContext::take_light`]) into the task's syscall count, service time
+//! and run time. A RIP that SYSRETQ could not return to (non-canonical RCX) takes the general path,
+//! which refuses it.
+//!
 //! # Not saved
 //!
 //! x87/SSE/AVX state: the kernel is built soft-float (`x86_64-unknown-none`) and never touches
@@ -174,6 +190,13 @@ pub struct UserContext {
     entered_tsc: u64,
     /// The TSC read by the entry assembly (SYSCALL or trap from ring 3) first thing.
     left_tsc: u64,
+    // Light syscalls ("Light syscalls" in the module docs): numbers above `light_above` are
+    // answered `light_result` by the entry assembly itself (`u64::MAX`: none); it counts them
+    // and the TSC ticks they took until the kernel takes both ([`UserContext::take_light`]).
+    light_above: u64,
+    light_result: u64,
+    light_calls: u64,
+    light_ticks: u64,
 }
 
 impl UserContext {
@@ -216,6 +239,34 @@ impl UserContext {
             },
             entered_tsc: 0,
             left_tsc: 0,
+            light_above: u64::MAX,
+            light_result: 0,
+            light_calls: 0,
+            light_ticks: 0,
+        }
+    }
+
+    /// Whether the entry assembly answers syscalls itself during the next run, and which:
+    /// `Some(light)` answers every number from `light.from` up with `light.result` (module
+    /// docs, "Light syscalls"); `None`: every syscall returns from [`run`].
+    #[inline]
+    pub fn set_light_syscalls(&mut self, light: Option<LightSyscalls>) {
+        (self.light_above, self.light_result) = match light {
+            // Number 0 is never light (`from` 0 reads as 1).
+            Some(l) => (l.from.max(1) - 1, l.result),
+            None => (u64::MAX, 0),
+        };
+    }
+
+    /// The light syscalls answered since the last call, and the TSC ticks they took (from the
+    /// entry's reading to the exit's), and resets both. The kernel takes them after every
+    /// [`run`]: the ticks lie between [`UserContext::entered_tsc`] and
+    /// [`UserContext::left_tsc`] and are not the task's time.
+    #[inline]
+    pub fn take_light(&mut self) -> LightTaken {
+        LightTaken {
+            calls: core::mem::take(&mut self.light_calls),
+            ticks: core::mem::take(&mut self.light_ticks),
         }
     }
 
@@ -304,6 +355,24 @@ pub struct VtscPublish<'a> {
     pub seq: u64,
     /// The interrupts the task has taken, for the page.
     pub interrupts: u64,
+}
+
+/// Which syscalls the entry assembly answers itself ([`UserContext::set_light_syscalls`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LightSyscalls {
+    /// The first number answered (every number from here up is; at least 1).
+    pub from: u64,
+    /// RAX on return.
+    pub result: u64,
+}
+
+/// What [`UserContext::take_light`] gives back.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LightTaken {
+    /// Light syscalls answered.
+    pub calls: u64,
+    /// TSC ticks from their entries' readings to their exits' readings.
+    pub ticks: u64,
 }
 
 /// Where the exit assembly publishes when there is no page to publish to: a page-sized sink
@@ -524,7 +593,15 @@ global_asm!(
         or rax, rdx
         mov rdx, [rsp + 16]
         mov [rdx + {left_tsc}], rax
-        pop rdx
+        // A light syscall (module docs): a number above `light_above`, and a canonical RIP
+        // to return to (SYSRETQ to a non-canonical RCX would fault in ring 0).
+        mov rax, [rsp + 8]
+        cmp rax, [rdx + {light_above}]
+        jbe 3f
+        mov rax, rcx
+        shr rax, 47
+        jz baremark_light_syscall
+    3:  pop rdx
         mov rax, [rsp + 8]
         mov [rax + {rdx}], rdx
         BAREMARK_STORE_REGS rax
@@ -536,6 +613,42 @@ global_asm!(
         mov [rax + {rsp}], rbx
         mov eax, {exit_syscall}
         jmp baremark_user_return
+
+    // A light syscall, answered here (module docs, "Light syscalls"): RDX = the context,
+    // [rsp] = the task's RDX, [rsp + 8] its RAX; RCX = its RIP (canonical), R11 its RFLAGS.
+    // Nothing is switched: not CR3, not the counters, not the kernel's registers; the task's
+    // virtual TSC is moved on by the ticks spent here, as the general path's is.
+    baremark_light_syscall:
+        mov [rdx + {rdi}], rdi
+        mov rdi, rdx
+        pop rdx
+        mov [rdi + {rdx}], rdx
+        add rsp, 8
+        mov rax, gs:[{user_rsp_scratch}]
+        mov [rdi + {rsp}], rax
+        // RFLAGS as `run` sanitises them (R11 is what SYSCALL saved).
+        and r11, {rflags_user}
+        or r11, {rflags_set}
+        add qword ptr [rdi + {light_calls}], 1
+        add qword ptr [rdi + {sysretq_entries}], 1
+        lock add qword ptr [rip + {sysretq_global}], 1
+        swapgs
+        // The task's virtual TSC starts again here: its start and offset on the page move on
+        // by the ticks since the entry's reading, so the task sees the same few instructions
+        // on each side as on the general path.
+        rdtsc
+        shl rdx, 32
+        or rax, rdx
+        sub rax, [rdi + {left_tsc}]
+        add [rdi + {light_ticks}], rax
+        mov rdx, [rdi + {vtsc_page}]
+        add [rdx + {vtsc_start_at}], rax
+        sub [rdx + {vtsc_offset_at}], rax
+        mov rax, [rdi + {light_result}]
+        mov rsp, [rdi + {rsp}]
+        mov rdx, [rdi + {rdx}]
+        mov rdi, [rdi + {rdi}]
+        sysretq
 
     // KERNEL ENTRY (an interrupt or exception in ring 3). Reached from `baremark_trap_common`
     // (trap.rs) with the stub's vector and error code on the stack below the CPU's frame, on
@@ -617,6 +730,14 @@ global_asm!(
     user_ss = const USER_DATA_SELECTOR,
     user_cs = const USER_CODE_SELECTOR,
     kernel_ss = const KERNEL_DATA_SELECTOR,
+    light_above = const offset_of!(UserContext, light_above),
+    light_result = const offset_of!(UserContext, light_result),
+    light_calls = const offset_of!(UserContext, light_calls),
+    light_ticks = const offset_of!(UserContext, light_ticks),
+    sysretq_entries = const offset_of!(UserContext, entries) + offset_of!(EntryCounts, sysretq),
+    sysretq_global = sym SYSRETQ_ENTRIES,
+    rflags_user = const RFLAGS_USER,
+    rflags_set = const RFLAGS_IF | RFLAGS_FIXED,
     exit_syscall = const EXIT_SYSCALL,
     exit_trap = const EXIT_TRAP,
     cr3 = const offset_of!(UserContext, cr3),

@@ -37,6 +37,10 @@ pub mod nr {
     pub const THREAD_START: u64 = 26;
     pub const THREAD_JOIN: u64 = 27;
     pub const CPUS: u64 = 28;
+    /// One past the last number: every number from here up is unknown (ENOSYS), which the
+    /// SYSCALL entry may answer itself (`hw::user`, "Light syscalls").
+    pub const COUNT: u64 = 29;
+    const _: () = assert!(CPUS + 1 == COUNT);
 }
 
 /// `counters_configure` flag (RDX): more GP events than GP counters are time-multiplexed.

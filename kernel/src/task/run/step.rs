@@ -4,6 +4,7 @@
 use baremark_hw::cpu as hwcpu;
 use baremark_hw::user::{self, Exit};
 
+use super::super::abi::{ENOSYS, nr};
 use super::super::ring3::{self, report_fault};
 use super::super::user_page;
 use super::syscalls::Served;
@@ -97,6 +98,16 @@ impl Running {
         }
     }
 
+    /// Whether the SYSCALL entry may answer unknown numbers itself during the next run
+    /// (`hw::user`, "Light syscalls"): only when nothing the kernel keeps for the task would
+    /// change on the general path. Its counters are stopped (nothing moves), or all in hardware
+    /// and live in ring 3 (`:u` events do not count the light path; `:k` events count it, as
+    /// they count the kernel's general path), or it has none and only its virtual TSC runs,
+    /// which the entry moves on itself. Frozen slots (lost counts) take the general path.
+    fn light_syscalls(&self, counting: bool, pce: bool, frozen: bool) -> bool {
+        !counting || (pce && !frozen) || (self.hw.is_empty() && self.vc.is_empty())
+    }
+
     /// Counts the kernel's service of the task's last return to the kernel (a syscall, an
     /// emulated instruction), from the entry assembly's TSC reading to now.
     fn add_service(&mut self) {
@@ -177,10 +188,22 @@ impl Running {
         // on it, and the next run of the same task needs it again).
         hwcpu::set_user_rdpmc(pce);
         self.pce_entries += u64::from(pce);
+        let light = self.light_syscalls(counting, pce, frozen);
+        self.ctx
+            .set_light_syscalls(light.then_some(user::LightSyscalls {
+                from: nr::COUNT,
+                result: ENOSYS as u64,
+            }));
         let exit = user::run(&mut self.ctx, &self.space);
+        // Light syscalls answered during the run: the task's syscalls and the kernel's service,
+        // not its time.
+        let light = self.ctx.take_light();
+        self.syscalls += light.calls;
+        self.service_tsc = self.service_tsc.saturating_add(light.ticks);
         // The run started at the exit assembly's reading (with the virtual TSC stopped too, so
-        // that the watchdog and the round-robin progress count ring 3 alone).
-        let resumed = self.ctx.entered_tsc();
+        // that the watchdog and the round-robin progress count ring 3 alone); the light
+        // syscalls' ticks count as if the run had started that much later.
+        let resumed = self.ctx.entered_tsc().wrapping_add(light.ticks);
         if vtsc_running {
             let _ = self.vc.restart_tsc(resumed);
         }
