@@ -149,3 +149,49 @@ fn sampling_records_every_period() {
     assert_eq!(v["configure"], EBUSY, "{v:?}");
     assert!(outcome.records_of("profile_summary").count() >= 2);
 }
+
+/// A long profile (`wallcost`'s 10,000,000-instruction loop, a sample every 10,007
+/// instructions:u: 999 samples) keeps its RIPs in memory while the task runs: the
+/// `profile_samples` records, 64 RIPs each and numbered without a gap, all come after its
+/// `task_exit` (records are serial output, which the task would otherwise wait for at every
+/// 64th sample).
+#[test]
+fn samples_are_written_when_the_task_ends() {
+    let config = baremark::image::RunConfig {
+        timer_checks: false,
+        payloads: baremark_tests::builtin_payloads(&["wallcost"]),
+        extra_members: vec![("args/wallcost".into(), b"loop".to_vec())],
+        extra_lines: vec!["sample = 0x100c0@10007".into()],
+        ..baremark::image::RunConfig::default()
+    };
+    let outcome = baremark_tests::boot_emulated_ok(
+        config,
+        std::time::Duration::from_secs(120),
+        PmuModel::IntelV4,
+    );
+    let exit_at = outcome
+        .records
+        .iter()
+        .position(|r| r.kind == "task_exit")
+        .expect("task_exit");
+    let mut firsts = Vec::new();
+    let mut rips = 0;
+    for (i, r) in outcome.records.iter().enumerate() {
+        if r.kind == "profile_samples" {
+            assert!(i > exit_at, "written while the task ran: {}", r.value);
+            firsts.push(r.u64("first").expect("first"));
+            rips += r.get("rips").as_array().expect("rips").len();
+        }
+    }
+    assert_eq!(rips, 999);
+    let expected: Vec<u64> = (0..firsts.len() as u64).map(|k| 64 * k).collect();
+    assert_eq!(firsts, expected);
+    let summary = outcome
+        .records_of("profile_summary")
+        .next()
+        .expect("profile_summary");
+    assert_eq!(
+        (summary.u64("samples"), summary.u64("lost")),
+        (Some(999), Some(0))
+    );
+}

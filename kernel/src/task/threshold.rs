@@ -25,6 +25,11 @@ pub const PERIOD_MIN: u64 = 1000;
 /// RIPs per `profile_samples` record (a record line stays far below 4096 bytes).
 pub const SAMPLES_PER_RECORD: usize = 64;
 
+/// RIPs a slot keeps in memory before they must go out as records while the task runs
+/// (256 KiB): records are serial output with interrupts off, which a profiled task should not
+/// wait for at every 64th sample, so they are written when the task ends unless this fills.
+pub const SAMPLES_BUFFERED: usize = 32_768;
+
 /// What the kernel does when a slot's threshold is reached.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Action {
@@ -115,8 +120,8 @@ pub struct SampleBuffer {
 }
 
 impl SampleBuffer {
-    /// One look that found `periods` periods reached at `rip`: whether the buffer is full (a
-    /// record is due).
+    /// One look that found `periods` periods reached at `rip`: whether the buffer is full (its
+    /// records are due now, [`SAMPLES_BUFFERED`]).
     pub fn push(&mut self, rip: u64, periods: u64) -> bool {
         if periods == 0 {
             return false;
@@ -124,7 +129,7 @@ impl SampleBuffer {
         self.rips.push(rip);
         self.samples += 1;
         self.lost += periods - 1;
-        self.rips.len() >= SAMPLES_PER_RECORD
+        self.rips.len() >= SAMPLES_BUFFERED
     }
 }
 
@@ -196,10 +201,10 @@ mod tests {
         assert!(!b.push(0x401000, 1));
         assert!(!b.push(0x401004, 3));
         assert_eq!((b.samples, b.lost), (2, 2));
-        for i in 2..SAMPLES_PER_RECORD - 1 {
+        for i in 2..SAMPLES_BUFFERED - 1 {
             assert!(!b.push(i as u64, 1));
         }
         assert!(b.push(0x401008, 1));
-        assert_eq!(b.rips.len(), SAMPLES_PER_RECORD);
+        assert_eq!(b.rips.len(), SAMPLES_BUFFERED);
     }
 }

@@ -29,7 +29,7 @@ use baremark_hw::fpu::VectorState;
 use baremark_hw::user::UserContext;
 
 use super::super::abi::{EBUSY, ECOUNTERS, EFAULT, EINVAL, ENODEV, EPERM};
-use super::super::threshold::{Action, SampleBuffer, Threshold};
+use super::super::threshold::{Action, SAMPLES_PER_RECORD, SampleBuffer, Threshold};
 use super::Running;
 use super::policy::{POLICY, sampled_events};
 use crate::output::console::record;
@@ -376,7 +376,7 @@ impl Running {
             .u64("period", self.notify.thresholds[i].map_or(0, |t| t.period))
     }
 
-    /// Slot `i`'s buffered RIPs as a `profile_samples` record.
+    /// Slot `i`'s buffered RIPs as `profile_samples` records of up to `SAMPLES_PER_RECORD`.
     fn flush_samples(&mut self, i: usize) {
         let Some(b) = self.notify.samples.get_mut(i) else {
             return;
@@ -384,14 +384,22 @@ impl Running {
         if b.rips.is_empty() {
             return;
         }
-        let rips = core::mem::take(&mut b.rips);
+        let mut rips = core::mem::take(&mut b.rips);
         // The index of the first RIP: a reader tells a duplicated line from a repeated loop.
         let first = b.samples - rips.len() as u64;
-        record("profile_samples", |r| {
-            self.profile_fields(r, i)
-                .u64("first", first)
-                .u64_array("rips", &rips)
-        });
+        for (k, chunk) in rips.chunks(SAMPLES_PER_RECORD).enumerate() {
+            let first = first + (k * SAMPLES_PER_RECORD) as u64;
+            record("profile_samples", |r| {
+                self.profile_fields(r, i)
+                    .u64("first", first)
+                    .u64_array("rips", chunk)
+            });
+        }
+        // The buffer again (its capacity kept: a long profile does not allocate per sample).
+        rips.clear();
+        if let Some(b) = self.notify.samples.get_mut(i) {
+            b.rips = rips;
+        }
     }
 
     /// The task ended: the samples still buffered, and a `profile_summary` per sampled slot.
