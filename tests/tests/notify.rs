@@ -150,13 +150,9 @@ fn sampling_records_every_period() {
     assert!(outcome.records_of("profile_summary").count() >= 2);
 }
 
-/// A long profile (`wallcost`'s 10,000,000-instruction loop, a sample every 10,007
-/// instructions:u: 999 samples) keeps its RIPs in memory while the task runs: the
-/// `profile_samples` records, 64 RIPs each and numbered without a gap, all come after its
-/// `task_exit` (records are serial output, which the task would otherwise wait for at every
-/// 64th sample).
-#[test]
-fn samples_are_written_when_the_task_ends() {
+/// `wallcost`'s 10,000,000-instruction loop (10 instructions per iteration) sampled every
+/// 10,007 instructions:u on `model`: the run's outcome.
+fn sampled_loop(model: PmuModel) -> RunOutcome {
     let config = baremark::image::RunConfig {
         timer_checks: false,
         payloads: baremark_tests::builtin_payloads(&["wallcost"]),
@@ -164,11 +160,16 @@ fn samples_are_written_when_the_task_ends() {
         extra_lines: vec!["sample = 0x100c0@10007".into()],
         ..baremark::image::RunConfig::default()
     };
-    let outcome = baremark_tests::boot_emulated_ok(
-        config,
-        std::time::Duration::from_secs(120),
-        PmuModel::IntelV4,
-    );
+    baremark_tests::boot_emulated_ok(config, std::time::Duration::from_secs(120), model)
+}
+
+/// A long profile (999 samples) keeps its RIPs in memory while the task runs: the
+/// `profile_samples` records, 64 RIPs each and numbered without a gap, all come after its
+/// `task_exit` (records are serial output, which the task would otherwise wait for at every
+/// 64th sample).
+#[test]
+fn samples_are_written_when_the_task_ends() {
+    let outcome = sampled_loop(PmuModel::IntelV4);
     let exit_at = outcome
         .records
         .iter()
@@ -186,12 +187,62 @@ fn samples_are_written_when_the_task_ends() {
     assert_eq!(rips, 999);
     let expected: Vec<u64> = (0..firsts.len() as u64).map(|k| 64 * k).collect();
     assert_eq!(firsts, expected);
-    let summary = outcome
-        .records_of("profile_summary")
-        .next()
-        .expect("profile_summary");
-    assert_eq!(
-        (summary.u64("samples"), summary.u64("lost")),
-        (Some(999), Some(0))
+}
+
+/// Overflows served in place (kernel/src/task/run/sample.rs): where the PMU has an overflow
+/// status register and full-width counter writes (Intel v4, AMD PerfMonV2), every one of the
+/// 999 samples is taken with the counters running and the task straight back in ring 3; on
+/// Intel v2 (legacy 32-bit writes) every one takes the general path. Both give the same
+/// samples: 999, none lost, every RIP in the loop's 10 instructions, and the same virtual TSC;
+/// in place costs a fraction of the general path's TSC ticks per sample (wall, RDTSC around
+/// the loop less its 10,000,000 instructions).
+#[test]
+fn overflows_are_served_in_place_where_the_pmu_allows() {
+    let mut vtscs = Vec::new();
+    let mut per_sample = Vec::new();
+    for (model, in_place) in [
+        (PmuModel::IntelV4, 999),
+        (PmuModel::AmdV2, 999),
+        (PmuModel::IntelV2, 0),
+    ] {
+        let outcome = sampled_loop(model);
+        let summary = outcome
+            .records_of("profile_summary")
+            .next()
+            .expect("profile_summary");
+        assert_eq!(
+            summary.u64("samples"),
+            Some(999),
+            "{model:?}: {}",
+            summary.value
+        );
+        assert_eq!(summary.u64("lost"), Some(0), "{model:?}");
+        assert_eq!(summary.u64("in_place"), Some(in_place), "{model:?}");
+        let rips: Vec<u64> = outcome
+            .records_of("profile_samples")
+            .flat_map(|r| {
+                r.get("rips")
+                    .as_array()
+                    .expect("rips")
+                    .iter()
+                    .map(|v| v.as_u64().expect("a RIP"))
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        let (lo, hi) = (rips.iter().min().unwrap(), rips.iter().max().unwrap());
+        assert!(
+            hi - lo < 32,
+            "{model:?}: RIPs in one loop: {lo:#x}..{hi:#x}"
+        );
+        let exit = outcome.records_of("task_exit").next().expect("task_exit");
+        assert_eq!(exit.u64("interrupts"), Some(999), "{}", exit.value);
+        vtscs.push(exit.u64("virtual_tsc").unwrap());
+        let wall: u64 = reported_values(&outcome, 0)["wall_ticks"].parse().unwrap();
+        per_sample.push((wall - 10_000_000) / 999);
+    }
+    assert!(vtscs.iter().all(|&v| v == vtscs[0]), "{vtscs:?}");
+    assert!(
+        per_sample[0] < 1000 && per_sample[1] < 1000 && per_sample[2] > 1500,
+        "{per_sample:?}"
     );
 }

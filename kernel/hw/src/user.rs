@@ -976,6 +976,32 @@ impl AddressSpace {
         Ok(())
     }
 
+    /// [`write_pinned`](Self::write_pinned) of `N` aligned words: one store each, no copy
+    /// routine (the overflow served in place rewrites a slot's two words with it).
+    pub fn write_pinned_words<const N: usize>(
+        &mut self,
+        page: &PinnedPage,
+        offset: usize,
+        words: &[u64; N],
+    ) -> Result<(), AccessError> {
+        let fits = offset
+            .checked_add(8 * N)
+            .is_some_and(|end| end <= PAGE_SIZE as usize);
+        if page.space != self.id || !fits || !offset.is_multiple_of(8) {
+            return Err(AccessError {
+                addr: page.frame_virt,
+            });
+        }
+        let at = (page.frame_virt + offset as u64) as *mut u64;
+        for (k, &w) in words.iter().enumerate() {
+            // SAFETY: as in `write_pinned`: a frame of this address space mapped by the kernel,
+            // no Rust reference to it, the words inside it (checked above) and 8-byte aligned
+            // (the frame is page-aligned and `offset` a multiple of 8).
+            unsafe { at.add(k).write_volatile(w) };
+        }
+        Ok(())
+    }
+
     /// The physical address of the level-4 table (the CR3 value).
     pub fn cr3(&self) -> u64 {
         self.l4

@@ -20,6 +20,12 @@
 //! FW_WRITE: only sign-extended 32-bit values) is rebased to 0 instead
 //! ([`VirtualCounters::rebase`]).
 //!
+//! Overflow in place ([`TaskSwitch::overflow_in_place`]): a sampled task's overflow interrupt
+//! is served with its counters running (they count ring 3 only, so nothing counts while the
+//! kernel does it): every counter is read, the wrapped ones folded by their status bits, the
+//! sampled ones rebased to their next arming value, all written back and the status cleared.
+//! No disable, no enable, no page rewrite: the runner's `sample` module.
+//!
 //! Generic over [`BatchMsr`], so it is host-tested on the simulated PMU against the general
 //! protocol of `hwslots`.
 
@@ -104,6 +110,9 @@ struct Status<L> {
     bits: [u64; MAX_SLOTS],
     /// All the slots' bits.
     mask: u64,
+    /// Slot i's counter and the status clear, written together when an overflow served in
+    /// place rearms the slot ([`TaskSwitch::overflow_in_place`]).
+    rearm: [Option<L>; MAX_SLOTS],
 }
 
 /// One task's switch, made from its plan once per configuration.
@@ -156,11 +165,16 @@ impl<L: Clone> TaskSwitch<L> {
                 }
                 let mut bits = [0u64; MAX_SLOTS];
                 bits[..slots].copy_from_slice(&o.bits);
+                let mut rearm: [Option<L>; MAX_SLOTS] = core::array::from_fn(|_| None);
+                for (i, r) in rearm.iter_mut().enumerate().take(slots) {
+                    *r = Some(msr.list(&[restore[i], o.clear])?);
+                }
                 Some(Status {
                     status: o.status,
                     clear: msr.list(&[o.clear])?,
                     bits,
                     mask: o.bits.iter().fold(0, |a, b| a | b),
+                    rearm,
                 })
             }
             None => None,
@@ -248,6 +262,55 @@ impl<L: Clone> TaskSwitch<L> {
         }
         msr.write_list(&self.enable.list, &self.enable.values)?;
         Ok(())
+    }
+
+    /// Whether [`overflow_in_place`](Self::overflow_in_place) can serve this plan: an overflow
+    /// status register to tell which counters wrapped, and every counter writable with any
+    /// value (no legacy 32-bit writes).
+    pub fn serves_overflow_in_place(&self) -> bool {
+        self.status.is_some() && !self.any_legacy
+    }
+
+    /// An overflow interrupt served with the counters running (module docs); every slot must
+    /// count in ring 3 only (the counters run on meanwhile) and `vc` runs. Each slot whose
+    /// status bit says it wrapped is read and folded at that reading (exact for fewer than
+    /// 2^width events since its last fold, as at a switch-out); `rearm(slot, value, width)`
+    /// then gives the raw value its counter must hold from now on (`None`: it keeps counting
+    /// from the reading), written with the status clear. Returns the wrapped slots' status
+    /// bits: 0 (nothing wrapped: not this task's overflow) changes nothing.
+    pub fn overflow_in_place<M: BatchMsr<List = L>>(
+        &self,
+        msr: &mut M,
+        vc: &mut VirtualCounters,
+        mut rearm: impl FnMut(usize, u64, u8) -> Option<u64>,
+    ) -> Result<u64, SwitchError> {
+        let n = self.slots.min(vc.len());
+        let Some(st) = self.status.as_ref().filter(|_| !self.any_legacy) else {
+            return Ok(0);
+        };
+        let wrapped = msr.read(st.status)? & st.mask;
+        if wrapped == 0 {
+            return Ok(0);
+        }
+        let mut cleared = false;
+        for i in 0..n {
+            if wrapped & st.bits[i] == 0 {
+                continue;
+            }
+            let raw = msr.rdpmc(self.rdpmc[i])?;
+            let Some((value, width)) = vc.fold_reading(i, raw, true) else {
+                continue;
+            };
+            if let (Some(new), Some(list)) = (rearm(i, value, width), &st.rearm[i]) {
+                vc.set_start(i, new);
+                msr.write_list(list, &[vc.held()[i], wrapped])?;
+                cleared = true;
+            }
+        }
+        if !cleared {
+            msr.write_list(&st.clear, &[wrapped])?;
+        }
+        Ok(wrapped)
     }
 
     /// Switch-out: the counters stop, each is read into `vc`'s saved values, `vc` suspends at
@@ -410,6 +473,78 @@ mod tests {
             }
         }
         assert_eq!(tasks[0].values().tsc + tasks[1].values().tsc, 300 * 100);
+    }
+
+    /// Overflows served in place: a task with every counter runs, each counter wraps several
+    /// times (slot 0 rearmed to overflow every 1000 events at each of its wraps, the others
+    /// left counting); every value stays exactly the task's events, including after a
+    /// switch-out, the status is cleared each time, and a call without a wrap changes nothing.
+    fn overflow_in_place_keeps_values(backend: &mut dyn PmuBackend, sim: &mut SimPmu) {
+        backend.reset(sim).unwrap();
+        let plan = all_slots(backend, 0xc0);
+        let n = plan.len();
+        let widths: Vec<_> = plan.iter().map(|s| (s.0, width(backend, s.0))).collect();
+        let mut vc = VirtualCounters::new();
+        vc.configure(&widths).unwrap();
+        let sp = backend.switch_plan(&plan).unwrap();
+        let switch = TaskSwitch::new(sim, &sp).unwrap();
+        assert!(switch.serves_overflow_in_place());
+        // Every counter 5 events below its wrap.
+        switch.switch_in(sim, &mut vc, false, 5, 0).unwrap();
+        let mut own = [0u64; MAX_SLOTS];
+        let none = switch
+            .overflow_in_place(sim, &mut vc, |_, _, _| Some(0))
+            .unwrap();
+        assert_eq!(none, 0, "nothing wrapped: nothing done");
+        let mut rearms = 0;
+        for round in 0..50u64 {
+            for (i, (c, _, _)) in plan.iter().enumerate() {
+                let k = 7 + round * 13 + i as u64;
+                sim.count(*c, k);
+                own[i] += k;
+            }
+            let wrapped = switch
+                .overflow_in_place(sim, &mut vc, |i, value, width| {
+                    assert_eq!(value, own[i], "round {round}: slot {i} folded exactly");
+                    (i == 0).then(|| {
+                        rearms += 1;
+                        ((1u64 << width) - 1000) & ((1u64 << width) - 1)
+                    })
+                })
+                .unwrap();
+            if wrapped != 0 {
+                let st = switch.status.as_ref().unwrap();
+                let status = crate::pmu::msr::Msr::read(sim, st.status).unwrap();
+                assert_eq!(status & st.mask, 0, "round {round}");
+            }
+        }
+        assert!(rearms > 5, "slot 0 wrapped and was rearmed: {rearms}");
+        switch.switch_out(sim, &mut vc, 100).unwrap();
+        for (i, &own) in own.iter().enumerate().take(n) {
+            assert_eq!(vc.values().get(i), Some(own), "slot {i}");
+        }
+    }
+
+    #[test]
+    fn overflows_served_in_place_keep_every_value() {
+        let mut sim = SimPmu::intel(IntelConfig::V4_SKYLAKE);
+        let mut pmu = IntelArchPmu::new(sim.caps());
+        overflow_in_place_keeps_values(&mut pmu, &mut sim);
+        let mut sim = SimPmu::amd(AmdFlavour::PerfMonV2(6));
+        let mut pmu = AmdPmu::new(sim.caps());
+        overflow_in_place_keeps_values(&mut pmu, &mut sim);
+        // Legacy writes or no status register: not served in place.
+        for config in [IntelConfig::V2, IntelConfig::V1] {
+            let sim = SimPmu::intel(config);
+            let pmu = IntelArchPmu::new(sim.caps());
+            let plan = all_slots(&pmu, 0xc0);
+            let sp = pmu.switch_plan(&plan).unwrap();
+            assert!(
+                !TaskSwitch::new(&sim, &sp)
+                    .unwrap()
+                    .serves_overflow_in_place()
+            );
+        }
     }
 
     #[test]

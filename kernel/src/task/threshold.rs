@@ -117,6 +117,8 @@ pub struct SampleBuffer {
     /// Periods that passed without a RIP of their own (several periods reached at one look:
     /// one RIP stands for the first).
     pub lost: u64,
+    /// RIPs recorded by an overflow served in place (`task::run::sample`), of `samples`.
+    pub in_place: u64,
 }
 
 impl SampleBuffer {

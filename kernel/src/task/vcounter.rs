@@ -548,6 +548,50 @@ impl VirtualCounters {
         Ok(())
     }
 
+    /// Slot `i`'s counter reads `raw` now (running or not; `wrapped`: its overflow status says
+    /// it wrapped since `start`): the events up to it are folded into `sum`, as
+    /// [`fold_wrapped`](Self::fold_wrapped) and [`sample`](Self::sample) do, and `start` and
+    /// `held` become the reading. The slot's value and width, `None` beyond the slots.
+    pub fn fold_reading(&mut self, i: usize, raw: u64, wrapped: bool) -> Option<(u64, u8)> {
+        let len = self.len();
+        let s = self.slots.get_mut(i).filter(|_| i < len)?;
+        let h = raw & mask(s.width);
+        let turn = if wrapped && h >= s.start {
+            mask(s.width).wrapping_add(1)
+        } else {
+            0
+        };
+        s.sum = s.value_at(h).wrapping_add(turn);
+        s.start = h;
+        let (value, width) = (s.sum, s.width);
+        self.held[i] = h;
+        self.slots_changed();
+        Some((value, width))
+    }
+
+    /// Slot `i`'s counter is set to `raw` right after [`fold_reading`](Self::fold_reading)
+    /// (nothing counted in between): counting goes on from there, the value unchanged.
+    pub fn set_start(&mut self, i: usize, raw: u64) {
+        let len = self.len();
+        if let Some(s) = self.slots.get_mut(i).filter(|_| i < len) {
+            s.start = raw & mask(s.width);
+            self.held[i] = s.start;
+            self.slots_changed();
+        }
+    }
+
+    /// The running virtual TSC's time up to `tsc` is added and it goes on from there (what
+    /// [`suspend_held`](Self::suspend_held) and [`resume_held`](Self::resume_held) at `tsc`
+    /// would do together).
+    pub fn fold_tsc(&mut self, tsc: u64) -> Result<(), VcError> {
+        if !self.running {
+            return Err(VcError::NotRunning);
+        }
+        self.tsc.sum = self.tsc.sum.wrapping_add(tsc.wrapping_sub(self.tsc.start));
+        self.tsc.start = tsc;
+        Ok(())
+    }
+
     /// The values as of the last switch-out or sample (while the task runs, the current run
     /// since then is not included: see [`VirtualCounters::read_running`]).
     pub fn values(&self) -> Values {

@@ -104,7 +104,9 @@ pub(super) fn forget_programming() {
 #[derive(Debug)]
 pub(super) struct HwSwitch {
     id: u64,
-    switch: TaskSwitch<WriteList>,
+    pub(super) switch: TaskSwitch<WriteList>,
+    /// The backend unmasks LVTPC after a PMI (asked once, for `sample`'s acknowledgement).
+    pub(super) unmask_lvtpc: bool,
 }
 
 impl HwSwitch {
@@ -113,8 +115,14 @@ impl HwSwitch {
         Box::new(HwSwitch {
             id: NEXT_SWITCH_ID.fetch_add(1, Ordering::Relaxed),
             switch: self.switch.clone(),
+            unmask_lvtpc: self.unmask_lvtpc,
         })
     }
+}
+
+/// `test_pmu_fault` is set: every switch goes through the switch-ins it counts.
+pub(super) fn faults_injected() -> bool {
+    FAULT_AT.load(Ordering::Relaxed) != 0
 }
 
 /// The injected failure of this switch-in, if `test_pmu_fault` names it.
@@ -163,7 +171,7 @@ impl Running {
     /// The task's counts are lost (module docs): its counters are released and an `error`
     /// record says why. (An open benchmark's group is marked when the task hands samples taken
     /// since, or ends it: samples handed before the loss are exact.)
-    fn lose_counts(&mut self, e: HwError) {
+    pub(super) fn lose_counts(&mut self, e: HwError) {
         self.lose_counts_because(format!(
             "switching the task's hardware counters failed: {e}"
         ));
@@ -193,15 +201,21 @@ impl Running {
             .iter()
             .map(|s| (s.counter, s.select, s.modifiers))
             .collect();
-        let plan = crate::pmu::machine::with_pmu(|pmu, _| pmu.backend.switch_plan(&slots));
+        let plan = crate::pmu::machine::with_pmu(|pmu, _| {
+            (
+                pmu.backend.switch_plan(&slots),
+                pmu.backend.pmi_unmasks_lvtpc(),
+            )
+        });
         self.hw_switch = match plan {
-            Some(Ok(mut plan)) => {
+            Some((Ok(mut plan), unmask_lvtpc)) => {
                 // The counters are stopped while `program` is written: order does not matter.
                 plan.program.extend_from_slice(&self.hw_msrs);
                 TaskSwitch::new(&HwMsr, &plan).ok().map(|switch| {
                     Box::new(HwSwitch {
                         id: NEXT_SWITCH_ID.fetch_add(1, Ordering::Relaxed),
                         switch,
+                        unmask_lvtpc,
                     })
                 })
             }

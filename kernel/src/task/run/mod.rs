@@ -85,6 +85,7 @@ mod notify;
 mod page;
 mod policy;
 mod records;
+mod sample;
 mod schedule;
 mod step;
 mod syscalls;

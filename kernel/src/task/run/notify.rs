@@ -82,6 +82,34 @@ pub(super) struct Notify {
     sample_words: Vec<u64>,
 }
 
+impl Notify {
+    /// Slot `i` at `value` (a `width`-bit counter), for an overflow served in place
+    /// (`run::sample`): if it samples and its period's end is reached, the RIP is recorded
+    /// (bit `i` of `full` set when its buffer must go out) and the counter's next arming value
+    /// returned, as `deliver_due` and `rearm_thresholds` would do at the next run.
+    pub(super) fn sample_due(
+        &mut self,
+        i: usize,
+        value: u64,
+        width: u8,
+        rip: u64,
+        full: &mut u64,
+    ) -> Option<u64> {
+        let t = self.thresholds.get_mut(i)?.as_mut()?;
+        if t.action != Action::Sample || !t.due(value) {
+            return None;
+        }
+        let periods = t.cross(value);
+        if let Some(b) = self.samples.get_mut(i) {
+            b.in_place += 1;
+            if b.push(rip, periods) && i < 64 {
+                *full |= 1 << i;
+            }
+        }
+        Some(t.arm_raw(value, width))
+    }
+}
+
 impl Running {
     /// Whether the run configuration lets this task program counters (`counters`).
     pub(super) fn counters_permitted(&self) -> bool {
@@ -377,7 +405,7 @@ impl Running {
     }
 
     /// Slot `i`'s buffered RIPs as `profile_samples` records of up to `SAMPLES_PER_RECORD`.
-    fn flush_samples(&mut self, i: usize) {
+    pub(super) fn flush_samples(&mut self, i: usize) {
         let Some(b) = self.notify.samples.get_mut(i) else {
             return;
         };
@@ -416,6 +444,7 @@ impl Running {
             record("profile_summary", |r| {
                 self.profile_fields(r, i)
                     .u64("samples", b.samples)
+                    .u64("in_place", b.in_place)
                     .u64("lost", b.lost)
                     .opt_str("counters_lost", lost)
             });

@@ -3,6 +3,7 @@
 
 use baremark_hw::user;
 
+use super::super::user_page;
 use super::Running;
 
 /// What the counter page's slots depend on: when it changes, the page is written whole.
@@ -51,6 +52,27 @@ impl Running {
                 .and_then(|i| rdpmc.get(i).copied().flatten())
         });
         self.page.interrupts = self.interrupts;
+    }
+
+    /// After an overflow served in place (`sample`): every slot's `base` and `start` as the
+    /// running virtual counters now hold them, in the kernel's copy and through the pinned
+    /// page (16 bytes per slot, not the whole page); the page stays current for the new slots
+    /// version if it was for `version`, the one before.
+    pub(super) fn publish_rebased_slots(&mut self, version: u64) {
+        let n = self.vc.len().min(self.page.slots.len());
+        for (i, s) in self.vc.slots().iter().enumerate().take(n) {
+            let slot = &mut self.page.slots[i];
+            (slot.base, slot.start) = (s.sum, s.start);
+            if let Some(pin) = self.page_pin.as_ref() {
+                let at = user_page::SLOTS_AT + 32 * i + 8;
+                let _ = self.space.write_pinned_words(pin, at, &[s.sum, s.start]);
+            }
+        }
+        if let Some(state) = self.page_state.as_mut()
+            && state.slots == version
+        {
+            state.slots = self.vc.slots_version();
+        }
     }
 
     /// Writes the whole page if what it publishes for the slots changed since its last whole

@@ -194,37 +194,46 @@ impl Running {
                 from: nr::COUNT,
                 result: ENOSYS as u64,
             }));
-        let exit = user::run(&mut self.ctx, &self.space);
-        // Light syscalls answered during the run: the task's syscalls and the kernel's service,
-        // not its time.
-        let light = self.ctx.take_light();
-        self.syscalls += light.calls;
-        self.service_tsc = self.service_tsc.saturating_add(light.ticks);
-        // The run started at the exit assembly's reading (with the virtual TSC stopped too, so
-        // that the watchdog and the round-robin progress count ring 3 alone); the light
-        // syscalls' ticks count as if the run had started that much later.
-        let resumed = self.ctx.entered_tsc().wrapping_add(light.ticks);
-        if vtsc_running {
-            let _ = self.vc.restart_tsc(resumed);
-        }
-        let mut now = self.ctx.left_tsc();
-        if let Exit::Trap { vector, .. } = exit
-            && ring3::is_interrupt(vector)
-        {
-            // The compensation applies from the resume reading (or, with counting stopped,
-            // from the entry).
-            let start = if counting {
-                self.vc.tsc().start
-            } else {
-                resumed
-            };
-            now = start.wrapping_add(now.wrapping_sub(start).saturating_sub(if pce {
-                self.preempt_compensation.1
-            } else {
-                self.preempt_compensation.0
-            }));
-        }
-        self.run_tsc = self.run_tsc.saturating_add(now.wrapping_sub(resumed));
+        let (exit, now) = loop {
+            let exit = user::run(&mut self.ctx, &self.space);
+            // Light syscalls answered during the run: the task's syscalls and the kernel's
+            // service, not its time.
+            let light = self.ctx.take_light();
+            self.syscalls += light.calls;
+            self.service_tsc = self.service_tsc.saturating_add(light.ticks);
+            // The run started at the exit assembly's reading (with the virtual TSC stopped too,
+            // so that the watchdog and the round-robin progress count ring 3 alone); the light
+            // syscalls' ticks count as if the run had started that much later.
+            let resumed = self.ctx.entered_tsc().wrapping_add(light.ticks);
+            if vtsc_running {
+                let _ = self.vc.restart_tsc(resumed);
+            }
+            let mut now = self.ctx.left_tsc();
+            if let Exit::Trap { vector, .. } = exit
+                && ring3::is_interrupt(vector)
+            {
+                // The compensation applies from the resume reading (or, with counting stopped,
+                // from the entry).
+                let start = if counting {
+                    self.vc.tsc().start
+                } else {
+                    resumed
+                };
+                now = start.wrapping_add(now.wrapping_sub(start).saturating_sub(if pce {
+                    self.preempt_compensation.1
+                } else {
+                    self.preempt_compensation.0
+                }));
+            }
+            self.run_tsc = self.run_tsc.saturating_add(now.wrapping_sub(resumed));
+            // A sampled task's overflow, served with its counters running (`sample`): straight
+            // back to ring 3.
+            if pce && fast && vtsc_running && self.serve_overflow_in_place(&exit, now) {
+                self.pce_entries += 1;
+                continue;
+            }
+            break (exit, now);
+        };
         if pce && fast {
             self.switch_out_hw_fast(now);
         } else if pce {
