@@ -597,6 +597,18 @@ pub fn fix_up_slot_reader(
     Some((slot.base, slot.start, u64::from(slot.index.wrapping_sub(1))))
 }
 
+/// The widest harness region window `read_window` kind 2 takes, in bytes (the SDK's is about
+/// 1,100: two unrolled reads of 16 slots and the copies around them).
+pub const REGION_WINDOW_MAX: u64 = 4095;
+
+/// The harness region's fix-up ("The harness region's window"): the address to resume the task
+/// at instead of `rip` (its abort path), when `rip` is inside the registered `window`; `None`
+/// otherwise (no window: `(u64::MAX, u64::MAX)`, which no RIP is inside since `abort` is).
+pub fn fix_up_region(rip: u64, window: (u64, u64), abort: u64) -> Option<u64> {
+    let (lo, hi) = window;
+    (lo != u64::MAX && rip.wrapping_sub(lo) <= hi.wrapping_sub(lo)).then_some(abort)
+}
+
 #[cfg(test)]
 mod tests {
     use core::cell::Cell;
@@ -686,6 +698,23 @@ mod tests {
     /// The retry-free read gives what the kernel's accounting gives, running or stopped, and a
     /// reader interrupted between its load and its RDTSC (others run meanwhile) gets the exact
     /// value only with the fix-up.
+    #[test]
+    fn the_region_resumes_inside_its_window_at_its_abort_path() {
+        let w = (0x40_1000, 0x40_1400);
+        assert_eq!(fix_up_region(0x40_1000, w, 0x40_2000), Some(0x40_2000));
+        assert_eq!(fix_up_region(0x40_1400, w, 0x40_2000), Some(0x40_2000));
+        assert_eq!(fix_up_region(0x40_0fff, w, 0x40_2000), None);
+        assert_eq!(fix_up_region(0x40_1401, w, 0x40_2000), None);
+        // No window registered: nothing moves, whatever RIP is.
+        for rip in [0, 0x40_1000, u64::MAX - 1, u64::MAX] {
+            assert_eq!(
+                fix_up_region(rip, (u64::MAX, u64::MAX), 0x40_2000),
+                None,
+                "{rip:#x}"
+            );
+        }
+    }
+
     #[test]
     fn retry_free_read_with_fix_up() {
         let mut vc = VirtualCounters::new();
