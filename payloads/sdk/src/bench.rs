@@ -452,7 +452,7 @@ unsafe extern "C" {
 /// with the seqlock snapshots instead (an interrupt lands in the region's few dozen
 /// instructions about never twice in a row; a slot that is not readable goes there at once).
 #[cfg(target_os = "none")]
-const REGION_TRIES: u32 = 4;
+const REGION_TRIES: u32 = 16;
 
 #[cfg(target_os = "none")]
 pub use imp::*;
