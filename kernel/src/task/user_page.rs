@@ -115,6 +115,20 @@
 //! SDK's abort path asks `counters_read`. So the fast path has no branch: eleven instructions
 //! and the call.
 //!
+//! # The harness region's window
+//!
+//! The SDK's harness region with hardware slots (docs/harness.md, "The region") reads all its
+//! slots back to back, four instructions each (`mov ecx, [copy]; rdpmc; store; store`), and
+//! combines each reading with a copy of the slot (`index`, `base`, `start`, `mask`) it took just
+//! before the first read (before the body) or just after the last (after it). It registers the
+//! whole stretch, from the first copy to the last, with `read_window(lo, hi, 2, abort)`. Resumed
+//! with RIP in `[lo, hi]` (after an interrupt or an exception), or trapping at an RDPMC there
+//! (a slot not readable now), the task goes to `abort` ([`fix_up_region`]), and the SDK measures
+//! that repetition again (or, for a slot not readable, with `counters_read`). So a reading and
+//! its copy always belong to one run of the task, whatever a switch, a sample or a fold changed
+//! in between, with no retry in the read; the body it calls runs outside the window (its code is
+//! elsewhere), so preempting the body costs nothing.
+//!
 //! # Why not perf's `offset + sign_extend(raw)`
 //!
 //! perf publishes one field, `offset = count - prev_raw`, and the reader computes
