@@ -214,15 +214,15 @@ fn main() {
     rows.push(Row {
         what: "empty region, 1 hw counter: instructions:u".into(),
         value: figure(&pmu1, "empty", "instructions:u", "raw"),
-        before: "41",
+        before: "41 (11-28)",
         target: Some(30.0),
     });
     for (event, before) in [
-        ("tsc", "15"),
-        ("instructions:u", "126"),
-        ("branches:u", "35"),
-        ("cycles:u", "88"),
-        ("ref-cycles:u", "50"),
+        ("tsc", "15 (11-27)"),
+        ("instructions:u", "126 (11-27)"),
+        ("branches:u", "35 (11-27)"),
+        ("cycles:u", "88 (11-27)"),
+        ("ref-cycles:u", "50 (11-27)"),
     ] {
         rows.push(Row {
             what: format!("empty region, 4 hw counters: {event}"),
