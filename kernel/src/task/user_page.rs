@@ -115,6 +115,20 @@
 //! SDK's abort path asks `counters_read`. So the fast path has no branch: eleven instructions
 //! and the call.
 //!
+//! # The harness region's window
+//!
+//! The SDK's harness region with hardware slots (docs/harness.md, "The region") reads all its
+//! slots back to back, four instructions each (`mov ecx, [copy]; rdpmc; store; store`), and
+//! combines each reading with a copy of the slot (`index`, `base`, `start`, `mask`) it took just
+//! before the first read (before the body) or just after the last (after it). It registers the
+//! whole stretch, from the first copy to the last, with `read_window(lo, hi, 2, abort)`. Resumed
+//! with RIP in `[lo, hi]` (after an interrupt or an exception), or trapping at an RDPMC there
+//! (a slot not readable now), the task goes to `abort` ([`fix_up_region`]), and the SDK measures
+//! that repetition again (or, for a slot not readable, with `counters_read`). So a reading and
+//! its copy always belong to one run of the task, whatever a switch, a sample or a fold changed
+//! in between, with no retry in the read; the body it calls runs outside the window (its code is
+//! elsewhere), so preempting the body costs nothing.
+//!
 //! # Why not perf's `offset + sign_extend(raw)`
 //!
 //! perf publishes one field, `offset = count - prev_raw`, and the reader computes
@@ -597,6 +611,18 @@ pub fn fix_up_slot_reader(
     Some((slot.base, slot.start, u64::from(slot.index.wrapping_sub(1))))
 }
 
+/// The widest harness region window `read_window` kind 2 takes, in bytes (the SDK's is about
+/// 1,100: two unrolled reads of 16 slots and the copies around them).
+pub const REGION_WINDOW_MAX: u64 = 4095;
+
+/// The harness region's fix-up ("The harness region's window"): the address to resume the task
+/// at instead of `rip` (its abort path), when `rip` is inside the registered `window`; `None`
+/// otherwise (no window: `(u64::MAX, u64::MAX)`, which no RIP is inside since `abort` is).
+pub fn fix_up_region(rip: u64, window: (u64, u64), abort: u64) -> Option<u64> {
+    let (lo, hi) = window;
+    (lo != u64::MAX && rip.wrapping_sub(lo) <= hi.wrapping_sub(lo)).then_some(abort)
+}
+
 #[cfg(test)]
 mod tests {
     use core::cell::Cell;
@@ -686,6 +712,23 @@ mod tests {
     /// The retry-free read gives what the kernel's accounting gives, running or stopped, and a
     /// reader interrupted between its load and its RDTSC (others run meanwhile) gets the exact
     /// value only with the fix-up.
+    #[test]
+    fn the_region_resumes_inside_its_window_at_its_abort_path() {
+        let w = (0x40_1000, 0x40_1400);
+        assert_eq!(fix_up_region(0x40_1000, w, 0x40_2000), Some(0x40_2000));
+        assert_eq!(fix_up_region(0x40_1400, w, 0x40_2000), Some(0x40_2000));
+        assert_eq!(fix_up_region(0x40_0fff, w, 0x40_2000), None);
+        assert_eq!(fix_up_region(0x40_1401, w, 0x40_2000), None);
+        // No window registered: nothing moves, whatever RIP is.
+        for rip in [0, 0x40_1000, u64::MAX - 1, u64::MAX] {
+            assert_eq!(
+                fix_up_region(rip, (u64::MAX, u64::MAX), 0x40_2000),
+                None,
+                "{rip:#x}"
+            );
+        }
+    }
+
     #[test]
     fn retry_free_read_with_fix_up() {
         let mut vc = VirtualCounters::new();

@@ -175,7 +175,7 @@ pub fn empty() -> Body {
     unsafe { core::mem::transmute::<unsafe extern "C" fn(u64, u64), Body>(baremark_empty_body) }
 }
 
-/// What one measured region reads and runs (the assembly below reads it by offset).
+/// What the virtual-TSC-only region reads and runs (the assembly below reads it by offset).
 #[cfg(target_os = "none")]
 #[repr(C)]
 struct Region {
@@ -183,44 +183,160 @@ struct Region {
     body: u64,
     n: u64,
     arg: u64,
-    nslots: u64,
-    /// Memory mode: the readings before the body (`[tsc, interrupts, slots..]`).
-    before: *mut u64,
-    /// Memory mode: the readings after it. Registers mode: the deltas (the interrupt count
-    /// raw, its reading before is `interrupts_before`).
+    /// The virtual TSC's delta, then the interrupt count after the body (raw: its reading
+    /// before is `interrupts_before`).
     after: *mut u64,
     interrupts_before: u64,
 }
 
-/// Most counter slots the registers mode keeps in registers (R13-R15; R12 holds the TSC).
-#[cfg(target_os = "none")]
-const REGISTER_SLOTS: usize = 3;
-
-// The measured region (docs/harness.md, "The region"). Order: the interrupt count, the counter
-// slots 0..k, the virtual TSC, the body, the virtual TSC, the slots k..0, the interrupt count;
-// so each counter's window holds the others' reads symmetrically, and the virtual TSC's holds
-// only its own reader's tail, the call of the body and the head of its second read. Every read
-// is a retry-free reader (`counters` module): a preemption anywhere costs nothing.
-//
-// Registers mode (up to 3 slots, in the manner of nanoBench's `-no_mem`): the readings before
-// the body stay in callee-saved registers and the deltas are formed in them, so the
-// measurement code stores nothing to memory between the first and the last read. Memory mode
-// (more slots): the readings go to two arrays.
+// The region without counter slots (the TSC-only backend, or a group of no events): the
+// interrupt count, the retry-free virtual TSC reader (`counters` module), the body, the reader
+// again, the interrupt count. The virtual TSC's window holds only its reader's tail, the call of
+// the body and the head of its second read; a preemption anywhere costs nothing.
 #[cfg(target_os = "none")]
 core::arch::global_asm!(
-    ".pushsection .text.baremark_region, \"ax\", @progbits",
-    ".macro BAREMARK_REGION_SLOT_BEFORE i, reg",
-    "    lea rdi, [rbp + {slots} + 32 * \\i]",
-    "    call baremark_read_slot",
-    "    mov \\reg, rax",
+    ".pushsection .text.baremark_region_regs_0, \"ax\", @progbits",
+    ".global baremark_region_regs_0",
+    "baremark_region_regs_0:",
+    "    push rbp",
+    "    push rbx",
+    "    push r12",
+    "    mov rbx, rdi",
+    "    mov rbp, [rbx + {page}]",
+    "    mov rax, [rbp + {interrupts}]",
+    "    mov [rbx + {interrupts_before}], rax",
+    "    mov rdi, rbp",
+    "    call baremark_read_vtsc",
+    "    mov r12, rax",
+    "    mov rdi, [rbx + {n}]",
+    "    mov rsi, [rbx + {arg}]",
+    "    call qword ptr [rbx + {body}]",
+    "    mov rdi, rbp",
+    "    call baremark_read_vtsc",
+    "    sub rax, r12",
+    "    mov rdi, [rbx + {after}]",
+    "    mov [rdi], rax",
+    "    mov rax, [rbp + {interrupts}]",
+    "    mov [rdi + 8], rax",
+    "    pop r12",
+    "    pop rbx",
+    "    pop rbp",
+    "    ret",
+    ".popsection",
+    interrupts = const crate::page::INTERRUPTS_OFFSET,
+    page = const core::mem::offset_of!(Region, page),
+    body = const core::mem::offset_of!(Region, body),
+    n = const core::mem::offset_of!(Region, n),
+    arg = const core::mem::offset_of!(Region, arg),
+    after = const core::mem::offset_of!(Region, after),
+    interrupts_before = const core::mem::offset_of!(Region, interrupts_before),
+);
+
+/// What the region with hardware slots reads, runs and leaves (the assembly below reads and
+/// writes it by offset; [`HwFrame::deltas`] turns it into one sample).
+#[cfg(target_os = "none")]
+#[repr(C)]
+struct HwFrame {
+    page: u64,
+    body: u64,
+    n: u64,
+    arg: u64,
+    /// Counter slots to read, 1..=16.
+    nslots: u64,
+    /// The page's `interrupts` before and after the body.
+    interrupts_before: u64,
+    interrupts_after: u64,
+    /// The virtual TSC before and after: RDTSC, `tsc_offset`, `tsc_mask`.
+    tsc_before: [u64; 3],
+    tsc_after: [u64; 3],
+    /// Each slot's RDPMC ECX (`index - 1`), taken with the copies before the body.
+    ecx: [u32; crate::page::MAX_SLOTS],
+    /// Each slot's RDPMC reading before and after the body.
+    raw_before: [u64; crate::page::MAX_SLOTS],
+    raw_after: [u64; crate::page::MAX_SLOTS],
+    /// Each slot as the page published it around its reading (`index | width << 32`, `base`,
+    /// `start`, `mask`).
+    slot_before: [[u64; 4]; crate::page::MAX_SLOTS],
+    slot_after: [[u64; 4]; crate::page::MAX_SLOTS],
+}
+
+#[cfg(target_os = "none")]
+impl HwFrame {
+    /// The sample (`[tsc, interrupts, slots..]`, `out.len() == 2 + nslots`) from a run that
+    /// was not aborted; `false` if a slot's index changed between the two readings (its second
+    /// RDPMC used the first one's ECX: the repetition is measured again).
+    fn deltas(&self, out: &mut [u64]) -> bool {
+        let k = self.nslots as usize;
+        let slot = |s: &[u64; 4], raw: u64| s[1].wrapping_add(raw.wrapping_sub(s[2]) & s[3]);
+        let tsc = |t: &[u64; 3]| (t[0] & t[2]).wrapping_add(t[1]);
+        for i in 0..k {
+            if self.slot_after[i][0] != self.slot_before[i][0] {
+                return false;
+            }
+            out[2 + i] = slot(&self.slot_after[i], self.raw_after[i])
+                .wrapping_sub(slot(&self.slot_before[i], self.raw_before[i]));
+        }
+        out[0] = tsc(&self.tsc_after).wrapping_sub(tsc(&self.tsc_before));
+        out[1] = self.interrupts_after.wrapping_sub(self.interrupts_before);
+        true
+    }
+
+    /// Whether a slot was not readable with RDPMC when the region last copied the page (index
+    /// 0: its RDPMC faults, so measuring again would abort again).
+    fn unreadable(&self) -> bool {
+        self.slot_before[..self.nslots as usize]
+            .iter()
+            .any(|s| s[0] as u32 == 0)
+    }
+}
+
+// The region with hardware slots (docs/harness.md, "The region"): every RDPMC is one of four
+// instructions (`mov ecx, [ecx_i]; rdpmc; mov [raw_i], eax; mov [raw_i + 4], edx`), the slots
+// are read in the same order (k-1 down to 0) before and after the body, and everything else
+// (copying the slots' `base`, `start`, `index` from the page, the virtual TSC, the interrupt
+// count, the arithmetic) is outside the counter windows: every counter's window is the same
+// 4k + 2 instructions between its two RDPMCs (the other slots' reads, the call of the body, its
+// return, one jump). The virtual TSC's RDTSCs are outside the counters' reads, so its window
+// holds them all (8k + 6).
+//
+// No retry inside: the kernel knows `[window_lo, window_hi]` (`read_window` kind 2) and resumes
+// a task interrupted there, or whose RDPMC faulted there (a slot not readable now), at
+// `baremark_region_abort`, which returns 1: the SDK then measures the repetition again (or, for
+// a slot that is not readable, with `counters_read`). So every reading and the page copy it is
+// combined with come from one run of the task (no switch, no sample, no fold in between), and a
+// repetition whose body was preempted keeps its exact counts. The body itself is outside the
+// window (its code is elsewhere): preempting it costs nothing.
+//
+// The unrolled reads are entered at slot k-1 (the tables below), so one copy of the code, and
+// one window, serves every k.
+#[cfg(target_os = "none")]
+core::arch::global_asm!(
+    ".pushsection .text.baremark_region_hw, \"ax\", @progbits",
+    ".global baremark_region_hw",
+    ".global baremark_region_window_lo",
+    ".global baremark_region_window_hi",
+    ".global baremark_region_abort",
+    ".macro BAREMARK_REGION_COPY_SLOTS to",
+    "    lea rsi, [rbp + {slots}]",
+    "    lea rdi, [rbx + \\to]",
+    "    xor r14d, r14d",
+    "2:  mov rax, [rsi]",
+    "    mov [rdi], rax",
+    "    dec eax",
+    "    mov [rbx + {ecx} + 4 * r14], eax",
+    "    mov rax, [rsi + 8]",
+    "    mov [rdi + 8], rax",
+    "    mov rax, [rsi + 16]",
+    "    mov [rdi + 16], rax",
+    "    mov rax, [rsi + 24]",
+    "    mov [rdi + 24], rax",
+    "    add rsi, 32",
+    "    add rdi, 32",
+    "    inc r14",
+    "    cmp r14, r15",
+    "    jb 2b",
     ".endm",
-    ".macro BAREMARK_REGION_SLOT_AFTER i, reg",
-    "    lea rdi, [rbp + {slots} + 32 * \\i]",
-    "    call baremark_read_slot",
-    "    sub rax, \\reg",
-    "    mov \\reg, rax",
-    ".endm",
-    ".macro BAREMARK_REGION_PROLOGUE",
+    "baremark_region_hw:",
     "    push rbp",
     "    push rbx",
     "    push r12",
@@ -230,9 +346,55 @@ core::arch::global_asm!(
     "    sub rsp, 8",
     "    mov rbx, rdi",
     "    mov rbp, [rbx + {page}]",
-    ".endm",
-    ".macro BAREMARK_REGION_EPILOGUE",
-    "    add rsp, 8",
+    "    mov r15, [rbx + {nslots}]",
+    "    lea rax, [rip + baremark_region_before_entries]",
+    "    mov r12, [rax + 8 * r15 - 8]",
+    "    lea rax, [rip + baremark_region_after_entries]",
+    "    mov r13, [rax + 8 * r15 - 8]",
+    "baremark_region_window_lo:",
+    "    BAREMARK_REGION_COPY_SLOTS {slot_before}",
+    "    mov rax, [rbp + {interrupts}]",
+    "    mov [rbx + {interrupts_before}], rax",
+    "    mov rax, [rbp + {tsc_add}]",
+    "    mov [rbx + {tsc_before} + 8], rax",
+    "    mov rax, [rbp + {tsc_mask}]",
+    "    mov [rbx + {tsc_before} + 16], rax",
+    "    mov rdi, [rbx + {n}]",
+    "    mov rsi, [rbx + {arg}]",
+    "    rdtsc",
+    "    mov [rbx + {tsc_before}], eax",
+    "    mov [rbx + {tsc_before} + 4], edx",
+    "    jmp r12",
+    ".irp i, 15,14,13,12,11,10,9,8,7,6,5,4,3,2,1,0",
+    "baremark_region_before_\\i:",
+    "    mov ecx, [rbx + {ecx} + 4 * \\i]",
+    "    rdpmc",
+    "    mov [rbx + {raw_before} + 8 * \\i], eax",
+    "    mov [rbx + {raw_before} + 8 * \\i + 4], edx",
+    ".endr",
+    "    call qword ptr [rbx + {body}]",
+    "    jmp r13",
+    ".irp i, 15,14,13,12,11,10,9,8,7,6,5,4,3,2,1,0",
+    "baremark_region_after_\\i:",
+    "    mov ecx, [rbx + {ecx} + 4 * \\i]",
+    "    rdpmc",
+    "    mov [rbx + {raw_after} + 8 * \\i], eax",
+    "    mov [rbx + {raw_after} + 8 * \\i + 4], edx",
+    ".endr",
+    "    rdtsc",
+    "    mov [rbx + {tsc_after}], eax",
+    "    mov [rbx + {tsc_after} + 4], edx",
+    "    mov rax, [rbp + {tsc_add}]",
+    "    mov [rbx + {tsc_after} + 8], rax",
+    "    mov rax, [rbp + {tsc_mask}]",
+    "    mov [rbx + {tsc_after} + 16], rax",
+    // The ECX copies of this pass are not used again (the next repetition takes its own).
+    "    BAREMARK_REGION_COPY_SLOTS {slot_after}",
+    "    mov rax, [rbp + {interrupts}]",
+    "baremark_region_window_hi:",
+    "    mov [rbx + {interrupts_after}], rax",
+    "    xor eax, eax",
+    "3:  add rsp, 8",
     "    pop r15",
     "    pop r14",
     "    pop r13",
@@ -240,116 +402,57 @@ core::arch::global_asm!(
     "    pop rbx",
     "    pop rbp",
     "    ret",
-    ".endm",
-    ".macro BAREMARK_REGION_BODY",
-    "    mov rdi, rbp",
-    "    call baremark_read_vtsc",
-    "    mov r12, rax",
-    "    mov rdi, [rbx + {n}]",
-    "    mov rsi, [rbx + {arg}]",
-    "    call qword ptr [rbx + {body}]",
-    "    mov rdi, rbp",
-    "    call baremark_read_vtsc",
-    ".endm",
-    ".macro BAREMARK_REGION_REGS k",
-    ".global baremark_region_regs_\\k",
-    "baremark_region_regs_\\k:",
-    "    BAREMARK_REGION_PROLOGUE",
-    "    mov rax, [rbp + {interrupts}]",
-    "    mov [rbx + {interrupts_before}], rax",
-    "    .if \\k >= 1",
-    "    BAREMARK_REGION_SLOT_BEFORE 0, r13",
-    "    .endif",
-    "    .if \\k >= 2",
-    "    BAREMARK_REGION_SLOT_BEFORE 1, r14",
-    "    .endif",
-    "    .if \\k >= 3",
-    "    BAREMARK_REGION_SLOT_BEFORE 2, r15",
-    "    .endif",
-    "    BAREMARK_REGION_BODY",
-    "    sub rax, r12",
-    "    mov r12, rax",
-    "    .if \\k >= 3",
-    "    BAREMARK_REGION_SLOT_AFTER 2, r15",
-    "    .endif",
-    "    .if \\k >= 2",
-    "    BAREMARK_REGION_SLOT_AFTER 1, r14",
-    "    .endif",
-    "    .if \\k >= 1",
-    "    BAREMARK_REGION_SLOT_AFTER 0, r13",
-    "    .endif",
-    "    mov rax, [rbp + {interrupts}]",
-    "    mov rdi, [rbx + {after}]",
-    "    mov [rdi], r12",
-    "    mov [rdi + 8], rax",
-    "    mov [rdi + 16], r13",
-    "    mov [rdi + 24], r14",
-    "    mov [rdi + 32], r15",
-    "    BAREMARK_REGION_EPILOGUE",
-    ".endm",
-    "BAREMARK_REGION_REGS 0",
-    "BAREMARK_REGION_REGS 1",
-    "BAREMARK_REGION_REGS 2",
-    "BAREMARK_REGION_REGS 3",
-    ".global baremark_region_memory",
-    "baremark_region_memory:",
-    "    BAREMARK_REGION_PROLOGUE",
-    "    mov r12, [rbx + {before}]",
-    "    mov r15, [rbx + {nslots}]",
-    "    mov rax, [rbp + {interrupts}]",
-    "    mov [r12 + 8], rax",
-    "    xor r13d, r13d",
-    "    lea r14, [rbp + {slots}]",
-    "2:  cmp r13, r15",
-    "    jae 3f",
-    "    mov rdi, r14",
-    "    call baremark_read_slot",
-    "    mov [r12 + 16 + 8 * r13], rax",
-    "    add r14, 32",
-    "    inc r13",
-    "    jmp 2b",
-    "3:  mov rdi, rbp",
-    "    call baremark_read_vtsc",
-    "    mov [r12], rax",
-    "    mov rdi, [rbx + {n}]",
-    "    mov rsi, [rbx + {arg}]",
-    "    call qword ptr [rbx + {body}]",
-    "    mov rdi, rbp",
-    "    call baremark_read_vtsc",
-    "    mov r12, [rbx + {after}]",
-    "    mov [r12], rax",
-    "4:  test r13, r13",
-    "    jz 5f",
-    "    dec r13",
-    "    sub r14, 32",
-    "    mov rdi, r14",
-    "    call baremark_read_slot",
-    "    mov [r12 + 16 + 8 * r13], rax",
-    "    jmp 4b",
-    "5:  mov rax, [rbp + {interrupts}]",
-    "    mov [r12 + 8], rax",
-    "    BAREMARK_REGION_EPILOGUE",
+    "baremark_region_abort:",
+    "    mov eax, 1",
+    "    jmp 3b",
+    ".popsection",
+    ".pushsection .rodata.baremark_region_entries, \"a\", @progbits",
+    ".balign 8",
+    "baremark_region_before_entries:",
+    ".irp i, 0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15",
+    "    .quad baremark_region_before_\\i",
+    ".endr",
+    "baremark_region_after_entries:",
+    ".irp i, 0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15",
+    "    .quad baremark_region_after_\\i",
+    ".endr",
     ".popsection",
     slots = const crate::page::SLOTS_OFFSET,
     interrupts = const crate::page::INTERRUPTS_OFFSET,
-    page = const core::mem::offset_of!(Region, page),
-    body = const core::mem::offset_of!(Region, body),
-    n = const core::mem::offset_of!(Region, n),
-    arg = const core::mem::offset_of!(Region, arg),
-    nslots = const core::mem::offset_of!(Region, nslots),
-    before = const core::mem::offset_of!(Region, before),
-    after = const core::mem::offset_of!(Region, after),
-    interrupts_before = const core::mem::offset_of!(Region, interrupts_before),
+    tsc_add = const crate::page::TSC_ADD_OFFSET,
+    tsc_mask = const crate::page::TSC_MASK_OFFSET,
+    page = const core::mem::offset_of!(HwFrame, page),
+    body = const core::mem::offset_of!(HwFrame, body),
+    n = const core::mem::offset_of!(HwFrame, n),
+    arg = const core::mem::offset_of!(HwFrame, arg),
+    nslots = const core::mem::offset_of!(HwFrame, nslots),
+    interrupts_before = const core::mem::offset_of!(HwFrame, interrupts_before),
+    interrupts_after = const core::mem::offset_of!(HwFrame, interrupts_after),
+    tsc_before = const core::mem::offset_of!(HwFrame, tsc_before),
+    tsc_after = const core::mem::offset_of!(HwFrame, tsc_after),
+    ecx = const core::mem::offset_of!(HwFrame, ecx),
+    raw_before = const core::mem::offset_of!(HwFrame, raw_before),
+    raw_after = const core::mem::offset_of!(HwFrame, raw_after),
+    slot_before = const core::mem::offset_of!(HwFrame, slot_before),
+    slot_after = const core::mem::offset_of!(HwFrame, slot_after),
 );
+
+// The unrolled reads above name slots 15 to 0.
+#[cfg(target_os = "none")]
+const _: () = assert!(crate::page::MAX_SLOTS == 16);
 
 #[cfg(target_os = "none")]
 unsafe extern "C" {
     fn baremark_region_regs_0(r: *mut Region);
-    fn baremark_region_regs_1(r: *mut Region);
-    fn baremark_region_regs_2(r: *mut Region);
-    fn baremark_region_regs_3(r: *mut Region);
-    fn baremark_region_memory(r: *mut Region);
+    /// 0, or 1 when the kernel sent it to its abort path.
+    fn baremark_region_hw(f: *mut HwFrame) -> u64;
 }
+
+/// Runs of one repetition's region that may end at its abort path before the SDK measures it
+/// with the seqlock snapshots instead (an interrupt lands in the region's few dozen
+/// instructions about never twice in a row; a slot that is not readable goes there at once).
+#[cfg(target_os = "none")]
+const REGION_TRIES: u32 = 16;
 
 #[cfg(target_os = "none")]
 pub use imp::*;
@@ -398,55 +501,106 @@ mod imp {
         stride: usize,
         out: &mut [u64],
     ) -> Result<(), Error> {
-        if !counters::retry_free() {
+        let slots = stride - 2;
+        if slots > 0 && counters::region_window() {
+            return repeat_hw(body, n, arg, setup, warmup, reps, stride, out);
+        }
+        if slots > 0 || !counters::retry_free() {
             return repeat_seqlock(body, n, arg, setup, warmup, reps, stride, out);
         }
         let page = counters::page().ok_or(Error::NoEnt)?;
-        let slots = stride - 2;
-        let mut before = [0u64; MAX_STRIDE];
-        let mut after = [0u64; MAX_STRIDE];
+        let mut after = [0u64; 2];
         let mut region = Region {
             page,
             body: body as usize as u64,
             n,
             arg,
-            nslots: slots as u64,
-            before: before.as_mut_ptr(),
             after: after.as_mut_ptr(),
             interrupts_before: 0,
         };
-        let in_registers = slots <= REGISTER_SLOTS;
         for r in 0..warmup + reps {
             if let Some(setup) = setup {
                 setup(arg);
             }
-            // SAFETY: `region` names the checked counter page (its `nslots` slots configured:
-            // `stride` came from `bench_group`), a body with the `Body` ABI, and two buffers of
-            // `MAX_STRIDE` words; the assembly follows the C ABI.
-            unsafe {
-                match slots {
-                    0 => baremark_region_regs_0(&mut region),
-                    1 => baremark_region_regs_1(&mut region),
-                    2 => baremark_region_regs_2(&mut region),
-                    3 => baremark_region_regs_3(&mut region),
-                    _ => baremark_region_memory(&mut region),
-                }
-            }
+            // SAFETY: `region` names the checked counter page, a body with the `Body` ABI and
+            // a buffer of two words; the assembly follows the C ABI.
+            unsafe { baremark_region_regs_0(&mut region) };
             if r >= warmup {
                 let row = &mut out[(r - warmup) as usize * stride..][..stride];
-                if in_registers {
-                    // The assembly left the deltas (the interrupt count raw).
-                    row.copy_from_slice(&after[..stride]);
-                    row[1] = after[1].wrapping_sub(region.interrupts_before);
-                } else {
+                row[0] = after[0];
+                row[1] = after[1].wrapping_sub(region.interrupts_before);
+            }
+        }
+        Ok(())
+    }
+
+    /// [`repeat`] with hardware slots: the region's group reads (`baremark_region_hw`). A run
+    /// the kernel sent to the abort path (interrupted inside the region's window, or a slot not
+    /// readable) is run again, setup included; after [`REGION_TRIES`] such runs, or at once for
+    /// a slot that is not readable, the repetition is measured with the seqlock snapshots,
+    /// which ask `counters_read` for what the page cannot give.
+    #[inline(never)]
+    #[allow(clippy::too_many_arguments)]
+    fn repeat_hw(
+        body: Body,
+        n: u64,
+        arg: u64,
+        setup: Option<Setup>,
+        warmup: u64,
+        reps: u64,
+        stride: usize,
+        out: &mut [u64],
+    ) -> Result<(), Error> {
+        let page = counters::page().ok_or(Error::NoEnt)?;
+        let mut frame = HwFrame {
+            page,
+            body: body as usize as u64,
+            n,
+            arg,
+            nslots: (stride - 2) as u64,
+            interrupts_before: 0,
+            interrupts_after: 0,
+            tsc_before: [0; 3],
+            tsc_after: [0; 3],
+            ecx: [0; crate::page::MAX_SLOTS],
+            raw_before: [0; crate::page::MAX_SLOTS],
+            raw_after: [0; crate::page::MAX_SLOTS],
+            slot_before: [[0; 4]; crate::page::MAX_SLOTS],
+            slot_after: [[0; 4]; crate::page::MAX_SLOTS],
+        };
+        let mut row = [0u64; MAX_STRIDE];
+        for r in 0..warmup + reps {
+            let mut tries = 0;
+            loop {
+                if let Some(setup) = setup {
+                    setup(arg);
+                }
+                // SAFETY: `frame` names the checked counter page with `nslots` (1..=16)
+                // configured slots (`stride` came from `bench_group`) and a body with the
+                // `Body` ABI; the assembly follows the C ABI and writes only `frame`.
+                let aborted = unsafe { baremark_region_hw(&mut frame) } != 0;
+                if !aborted && frame.deltas(&mut row[..stride]) {
+                    break;
+                }
+                tries += 1;
+                if tries >= REGION_TRIES || (aborted && frame.unreadable()) {
+                    let mut before = [0u64; MAX_STRIDE];
+                    let mut after = [0u64; MAX_STRIDE];
+                    if let Some(setup) = setup {
+                        setup(arg);
+                    }
+                    snapshot(&mut before[..stride])?;
+                    body(core::hint::black_box(n), arg);
+                    snapshot(&mut after[..stride])?;
                     for i in 0..stride {
                         row[i] = after[i].wrapping_sub(before[i]);
                     }
+                    break;
                 }
             }
-        }
-        if counters::slot_read_failed() {
-            return Err(Error::Counters);
+            if r >= warmup {
+                out[(r - warmup) as usize * stride..][..stride].copy_from_slice(&row[..stride]);
+            }
         }
         Ok(())
     }

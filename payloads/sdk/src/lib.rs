@@ -38,9 +38,10 @@ pub mod nr {
     pub const TIME: u64 = 11;
     pub const USER_PAGE: u64 = 12;
     pub const READ_WINDOW: u64 = 13;
-    /// `read_window` kinds: the virtual TSC reader, the slot reader.
+    /// `read_window` kinds: the virtual TSC reader, the slot reader, the harness region.
     pub const READ_WINDOW_TSC: u64 = 0;
     pub const READ_WINDOW_SLOT: u64 = 1;
+    pub const READ_WINDOW_REGION: u64 = 2;
     pub const BENCH_PLAN: u64 = 14;
     pub const BENCH_BEGIN: u64 = 15;
     pub const BENCH_GROUP: u64 = 16;

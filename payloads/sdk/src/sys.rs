@@ -489,6 +489,10 @@ pub mod counters {
         static baremark_read_slot_window_lo: u8;
         static baremark_read_slot_window_hi: u8;
         static baremark_read_slot_abort: u8;
+        // The harness region's window (`bench` module).
+        static baremark_region_window_lo: u8;
+        static baremark_region_window_hi: u8;
+        static baremark_region_abort: u8;
     }
 
     /// The slot reader's abort path: the slot's value from `counters_read`. When that fails
@@ -590,6 +594,16 @@ pub mod counters {
             if Error::check(tsc).is_ok() && Error::check(slot).is_ok() {
                 RETRY_FREE.store(true, Ordering::Relaxed);
             }
+            let region = super::syscall4(
+                nr::READ_WINDOW,
+                core::ptr::addr_of!(baremark_region_window_lo) as u64,
+                core::ptr::addr_of!(baremark_region_window_hi) as u64,
+                nr::READ_WINDOW_REGION,
+                core::ptr::addr_of!(baremark_region_abort) as u64,
+            );
+            if Error::check(region).is_ok() {
+                REGION_WINDOW.store(true, Ordering::Relaxed);
+            }
         }
         PAGE.store(addr, Ordering::Relaxed);
         Some(addr)
@@ -597,6 +611,15 @@ pub mod counters {
 
     /// The kernel accepted the retry-free reader's window.
     static RETRY_FREE: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
+    /// The kernel accepted the harness region's window (`read_window` kind 2).
+    static REGION_WINDOW: core::sync::atomic::AtomicBool =
+        core::sync::atomic::AtomicBool::new(false);
+
+    /// Whether the kernel took the harness region's window: the region with hardware slots
+    /// needs it (`bench`, docs/harness.md "The region").
+    pub(crate) fn region_window() -> bool {
+        REGION_WINDOW.load(Ordering::Relaxed)
+    }
 
     /// One slot's value: `base`, plus the events since the kernel's last update when the slot
     /// is live (`index != 0`). `None` when the value is not on the page: a counter slot with

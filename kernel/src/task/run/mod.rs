@@ -450,6 +450,10 @@ struct Running {
     /// `user_page` module docs, "The retry-free slot read"). `(u64::MAX, u64::MAX)`: none.
     slot_window: (u64, u64),
     slot_abort: u64,
+    /// The harness region's window `[lo, hi]` and abort address (`read_window` kind 2;
+    /// `user_page` module docs, "The harness region's window"). `(u64::MAX, u64::MAX)`: none.
+    region_window: (u64, u64),
+    region_abort: u64,
     /// The run's harness settings (`None`: the calibration task).
     harness: Option<&'static RunPlan>,
     /// What the counter page published at its last whole write (`None`: it must be written
@@ -588,6 +592,8 @@ impl Running {
             hw_lost: None,
             read_window: (u64::MAX, u64::MAX),
             slot_window: (u64::MAX, u64::MAX),
+            region_window: (u64::MAX, u64::MAX),
+            region_abort: 0,
             slot_abort: 0,
             harness: None,
             page_state: None,

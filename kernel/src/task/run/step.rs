@@ -169,6 +169,13 @@ impl Running {
         ) {
             (self.ctx.rsi, self.ctx.r8, self.ctx.rcx) = (base, start, ecx);
         }
+        // The harness region's: resumed inside its window, the task goes to its abort path
+        // (`user_page` module docs, "The harness region's window").
+        if let Some(abort) =
+            user_page::fix_up_region(self.ctx.rip, self.region_window, self.region_abort)
+        {
+            self.ctx.rip = abort;
+        }
         // The virtual TSC's boundary: the exit assembly reads the TSC last thing before ring 3
         // and publishes the offset from it (and does the retry-free reader's fix-up), the
         // entry assembly reads it first thing back, so the kernel's work around the run is

@@ -17,6 +17,7 @@ use super::super::abi::{
 };
 use super::super::hwslots;
 use super::super::ring3::{self, Task, sys_write};
+use super::super::user_page;
 use super::super::vcounter::MAX_SLOTS;
 use super::load::{find_payload, load};
 use super::records::{
@@ -407,23 +408,38 @@ impl Running {
 
     /// `read_window(lo, hi, kind, abort)`: registers a retry-free reader's window (`user_page`
     /// module docs): kind 0 the virtual TSC reader, kind 1 the slot reader, which also names
-    /// its abort path; `(0, 0)` removes the kind's window. `EINVAL` unless `lo <= hi`, the
-    /// window spans at most 15 bytes and lies in the task's memory, the kind is known, and the
-    /// slot reader's abort address is in the task's memory.
+    /// its abort path, kind 2 the harness region (its abort path too); `(0, 0)` removes the
+    /// kind's window. `EINVAL` unless `lo <= hi`, the window spans at most 15 bytes (the
+    /// region's: [`user_page::REGION_WINDOW_MAX`]) and lies in the task's memory, the kind is
+    /// known, and the abort address is in the task's memory (the region's outside its window).
     fn set_read_window(&mut self, lo: u64, hi: u64, kind: u64, abort: u64) -> i64 {
         const NONE: (u64, u64) = (u64::MAX, u64::MAX);
+        let span = if kind == 2 {
+            user_page::REGION_WINDOW_MAX
+        } else {
+            15
+        };
         let window = if lo == 0 && hi == 0 {
             NONE
-        } else if hi < lo || hi - lo > 15 || self.space.check(lo, hi - lo + 1).is_err() {
+        } else if hi < lo || hi - lo > span || self.space.check(lo, hi - lo + 1).is_err() {
             return EINVAL;
         } else {
             (lo, hi)
         };
         match kind {
             0 => self.read_window = window,
-            1 if window == NONE => self.slot_window = NONE,
+            1 | 2 if window == NONE => {
+                if kind == 1 {
+                    self.slot_window = NONE;
+                } else {
+                    self.region_window = NONE;
+                }
+            }
             1 if self.space.check(abort, 1).is_ok() => {
                 (self.slot_window, self.slot_abort) = (window, abort);
+            }
+            2 if self.space.check(abort, 1).is_ok() && !(lo <= abort && abort <= hi) => {
+                (self.region_window, self.region_abort) = (window, abort);
             }
             _ => return EINVAL,
         }
@@ -814,6 +830,14 @@ impl Running {
         // `counters_read` (`user_page` module docs, "The retry-free slot read").
         if self.ctx.rip == self.slot_window.1 && index != VIRTUAL_TSC_INDEX {
             self.ctx.rip = self.slot_abort;
+            return Ok(());
+        }
+        // The harness region's RDPMCs likewise go to its abort path, whose repetition the SDK
+        // measures again or with `counters_read` ("The harness region's window").
+        if let Some(abort) =
+            user_page::fix_up_region(self.ctx.rip, self.region_window, self.region_abort)
+        {
+            self.ctx.rip = abort;
             return Ok(());
         }
         let slot = self.hw.iter().position(|s| rdpmc_ecx(s.counter) == index);
