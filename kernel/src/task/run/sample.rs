@@ -82,6 +82,13 @@ impl Running {
         ) {
             (self.ctx.rsi, self.ctx.r8, self.ctx.rcx) = (base, start, ecx);
         }
+        // The harness region interrupted inside its window goes to its abort path, as after any
+        // interrupt (`user_page` module docs, "The harness region's window").
+        if let Some(abort) =
+            user_page::fix_up_region(self.ctx.rip, self.region_window, self.region_abort)
+        {
+            self.ctx.rip = abort;
+        }
         self.page.seq = self.page.seq.wrapping_add(2);
         self.set_boundary(true);
         true
