@@ -300,6 +300,13 @@ impl UserContext {
         }
     }
 
+    /// Moves what [`set_virtual_tsc`](Self::set_virtual_tsc) published on: the virtual TSC to
+    /// resume from, the page's `seq` and `interrupts` (the page and the reader's window stay).
+    #[inline]
+    pub fn update_virtual_tsc(&mut self, base: u64, seq: u64, interrupts: u64) {
+        (self.vtsc_base, self.page_seq, self.page_interrupts) = (base, seq, interrupts);
+    }
+
     /// The entries into ring 3 with this context so far, by IRETQ and by SYSRETQ.
     #[inline]
     pub fn entries(&self) -> EntryCounts {

@@ -226,15 +226,24 @@ pub fn try_with_pmu<R>(f: impl FnOnce(&mut Pmu, &mut HwMsr) -> R) -> Option<R> {
 /// task's switch-out has already read and cleared the overflow status and folded the wrap, so
 /// only the local APIC's part is left: LVTPC unmasked where the CPU masks it on delivery, EOI.
 pub fn ack_task_pmi() {
-    ack_task_pmi_with(with_pmu(|pmu, _| pmu.backend.pmi_unmasks_lvtpc()).unwrap_or(true));
+    PMI_COUNTS.handled.fetch_add(1, Relaxed);
+    if with_pmu(|pmu, _| pmu.backend.pmi_unmasks_lvtpc()).unwrap_or(true) {
+        apic::unmask_lvt_perf();
+    }
+    apic::eoi();
 }
 
-/// [`ack_task_pmi`] for a caller that knows whether the backend unmasks LVTPC (the task
-/// switch asked it once, `task::run::sample`), without taking the PMU's lock.
-pub fn ack_task_pmi_with(unmask_lvtpc: bool) {
+/// [`ack_task_pmi`] for an overflow served in place (`task::run::sample`): the caller knows
+/// whether the backend unmasks LVTPC (the task switch asked it once) and that the PMI came as
+/// [`PMI_VECTOR`](crate::platform::interrupts::PMI_VECTOR), so the entry is written back
+/// unmasked without reading it or taking the PMU's lock.
+pub fn ack_task_pmi_in_place(unmask_lvtpc: bool) {
     PMI_COUNTS.handled.fetch_add(1, Relaxed);
     if unmask_lvtpc {
-        apic::unmask_lvt_perf();
+        apic::set_lvt_perf(
+            apic::PmiDelivery::Vector(crate::platform::interrupts::PMI_VECTOR),
+            false,
+        );
     }
     apic::eoi();
 }

@@ -276,8 +276,8 @@ impl<L: Clone> TaskSwitch<L> {
     /// status bit says it wrapped is read and folded at that reading (exact for fewer than
     /// 2^width events since its last fold, as at a switch-out); `rearm(slot, value, width)`
     /// then gives the raw value its counter must hold from now on (`None`: it keeps counting
-    /// from the reading), written with the status clear. Returns the wrapped slots' status
-    /// bits: 0 (nothing wrapped: not this task's overflow) changes nothing.
+    /// from the reading), written with the status clear. Returns the wrapped slots (bit `i`:
+    /// slot `i`): 0 (nothing wrapped: not this task's overflow) changes nothing.
     pub fn overflow_in_place<M: BatchMsr<List = L>>(
         &self,
         msr: &mut M,
@@ -293,10 +293,12 @@ impl<L: Clone> TaskSwitch<L> {
             return Ok(0);
         }
         let mut cleared = false;
+        let mut slots = 0u64;
         for i in 0..n {
             if wrapped & st.bits[i] == 0 {
                 continue;
             }
+            slots |= 1 << i;
             let raw = msr.rdpmc(self.rdpmc[i])?;
             let Some((value, width)) = vc.fold_reading(i, raw, true) else {
                 continue;
@@ -310,7 +312,7 @@ impl<L: Clone> TaskSwitch<L> {
         if !cleared {
             msr.write_list(&st.clear, &[wrapped])?;
         }
-        Ok(wrapped)
+        Ok(slots)
     }
 
     /// Switch-out: the counters stop, each is read into `vc`'s saved values, `vc` suspends at

@@ -107,6 +107,9 @@ pub(super) struct HwSwitch {
     pub(super) switch: TaskSwitch<WriteList>,
     /// The backend unmasks LVTPC after a PMI (asked once, for `sample`'s acknowledgement).
     pub(super) unmask_lvtpc: bool,
+    /// An overflow can be served in place (`sample`): the switch can (`TaskSwitch::
+    /// serves_overflow_in_place`) and no slot counts in ring 0.
+    pub(super) in_place: bool,
 }
 
 impl HwSwitch {
@@ -116,6 +119,7 @@ impl HwSwitch {
             id: NEXT_SWITCH_ID.fetch_add(1, Ordering::Relaxed),
             switch: self.switch.clone(),
             unmask_lvtpc: self.unmask_lvtpc,
+            in_place: self.in_place,
         })
     }
 }
@@ -211,9 +215,11 @@ impl Running {
             Some((Ok(mut plan), unmask_lvtpc)) => {
                 // The counters are stopped while `program` is written: order does not matter.
                 plan.program.extend_from_slice(&self.hw_msrs);
+                let ring3_only = slots.iter().all(|s| !s.2.os);
                 TaskSwitch::new(&HwMsr, &plan).ok().map(|switch| {
                     Box::new(HwSwitch {
                         id: NEXT_SWITCH_ID.fetch_add(1, Ordering::Relaxed),
+                        in_place: ring3_only && switch.serves_overflow_in_place(),
                         switch,
                         unmask_lvtpc,
                     })

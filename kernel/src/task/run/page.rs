@@ -54,14 +54,17 @@ impl Running {
         self.page.interrupts = self.interrupts;
     }
 
-    /// After an overflow served in place (`sample`): every slot's `base` and `start` as the
-    /// running virtual counters now hold them, in the kernel's copy and through the pinned
-    /// page (16 bytes per slot, not the whole page); the page stays current for the new slots
-    /// version if it was for `version`, the one before.
-    pub(super) fn publish_rebased_slots(&mut self, version: u64) {
-        let n = self.vc.len().min(self.page.slots.len());
-        for (i, s) in self.vc.slots().iter().enumerate().take(n) {
-            let slot = &mut self.page.slots[i];
+    /// After an overflow served in place (`sample`): the `base` and `start` of the slots in
+    /// `slots` (bit `i`: slot `i`) as the running virtual counters now hold them, in the
+    /// kernel's copy and through the pinned page (16 bytes per slot, not the whole page); the
+    /// page stays current for the new slots version if it was for `version`, the one before.
+    pub(super) fn publish_rebased_slots(&mut self, mut slots: u64, version: u64) {
+        while slots != 0 {
+            let i = slots.trailing_zeros() as usize;
+            slots &= slots - 1;
+            let (Some(s), Some(slot)) = (self.vc.slots().get(i), self.page.slots.get_mut(i)) else {
+                continue;
+            };
             (slot.base, slot.start) = (s.sum, s.start);
             if let Some(pin) = self.page_pin.as_ref() {
                 let at = user_page::SLOTS_AT + 32 * i + 8;

@@ -25,19 +25,13 @@ impl Running {
     pub(super) fn serve_overflow_in_place(&mut self, exit: &Exit, now: u64) -> bool {
         let pmi = matches!(exit, Exit::Trap { vector, .. }
             if *vector == crate::platform::interrupts::PMI_VECTOR);
-        if !pmi
-            || !self.notify.sampling
-            || self.mux.is_some()
-            || self.hw_lost.is_some()
-            || self.hw.iter().any(|s| s.modifiers.os)
-            || faults_injected()
-        {
+        if !pmi || !self.notify.sampling || self.mux.is_some() || self.hw_lost.is_some() {
             return false;
         }
-        let Some(hs) = self.hw_switch.as_deref() else {
+        let Some(hs) = self.hw_switch.as_deref().filter(|hs| hs.in_place) else {
             return false;
         };
-        if !hs.switch.serves_overflow_in_place() || !self.vc.is_running() {
+        if faults_injected() || !self.vc.is_running() {
             return false;
         }
         let unmask_lvtpc = hs.unmask_lvtpc;
@@ -45,15 +39,15 @@ impl Running {
         let rip = self.ctx.rip;
         let notify = &mut self.notify;
         let mut full = 0u64;
-        let served = hs
+        let wrapped = hs
             .switch
             .overflow_in_place(&mut HwMsr, &mut self.vc, |i, value, width| {
                 notify.sample_due(i, value, width, rip, &mut full)
             });
-        match served {
+        let wrapped = match wrapped {
             // Not the task's overflow: the general path sees it.
             Ok(0) => return false,
-            Ok(_) => {}
+            Ok(slots) => slots,
             Err(e) => {
                 // As a failed switch-out: the counts are lost, and the general path stops the
                 // virtual counters.
@@ -61,17 +55,17 @@ impl Running {
                 self.lose_counts(HwError::Switch(e));
                 return false;
             }
-        }
+        };
         while full != 0 {
             let i = full.trailing_zeros() as usize;
             full &= full - 1;
             self.flush_samples(i);
         }
         self.interrupts += 1;
-        crate::pmu::machine::ack_task_pmi_with(unmask_lvtpc);
+        crate::pmu::machine::ack_task_pmi_in_place(unmask_lvtpc);
         // The virtual TSC up to the (compensated) exit; the exit assembly's reading restarts it.
         let _ = self.vc.fold_tsc(now);
-        self.publish_rebased_slots(version);
+        self.publish_rebased_slots(wrapped, version);
         // A slot reader interrupted inside its window gets the slot as just published.
         if let Some((base, start, ecx)) = user_page::fix_up_slot_reader(
             self.ctx.rip,
@@ -90,7 +84,11 @@ impl Running {
             self.ctx.rip = abort;
         }
         self.page.seq = self.page.seq.wrapping_add(2);
-        self.set_boundary(true);
+        // The boundary as the last run had it (the page and the reader's window are the same):
+        // the virtual TSC to resume from, `seq` and `interrupts`.
+        let base = self.vc.tsc().sum;
+        self.ctx
+            .update_virtual_tsc(base, self.page.seq, self.interrupts);
         true
     }
 }
