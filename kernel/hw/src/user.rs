@@ -983,16 +983,18 @@ impl AddressSpace {
         Ok(())
     }
 
-    /// [`write_pinned`](Self::write_pinned) of `N` aligned words: one store each, no copy
-    /// routine (the overflow served in place rewrites a slot's two words with it).
-    pub fn write_pinned_words<const N: usize>(
+    /// [`write_pinned`](Self::write_pinned) of aligned words: one store each, no copy routine
+    /// (under icount a byte copy costs a count per byte; the counter page's updates use this).
+    pub fn write_pinned_words(
         &mut self,
         page: &PinnedPage,
         offset: usize,
-        words: &[u64; N],
+        words: &[u64],
     ) -> Result<(), AccessError> {
-        let fits = offset
-            .checked_add(8 * N)
+        let fits = words
+            .len()
+            .checked_mul(8)
+            .and_then(|len| offset.checked_add(len))
             .is_some_and(|end| end <= PAGE_SIZE as usize);
         if page.space != self.id || !fits || !offset.is_multiple_of(8) {
             return Err(AccessError {

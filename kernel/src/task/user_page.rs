@@ -402,26 +402,39 @@ impl UserPage {
     }
 
     /// What anything but a new configuration (`counters_start`, `stop`, `reset`, a fold,
-    /// added child counts, interrupts) changes, as `(offset, bytes)` pieces of
-    /// [`UserPage::to_bytes`]: `seq`, the TSC slot, counter slots `0..nr_slots` and the tail.
-    /// The kernel writes the whole page when the configuration (generation) changed, and only
-    /// these otherwise.
-    pub fn changing_pieces(&self, mut write: impl FnMut(usize, &[u8])) {
-        // `seq` to the end of the TSC slot in one piece (the header fields between them are
-        // unchanged), each counter slot, the tail. Small pieces: under icount even zeroing a
-        // buffer costs one count per byte, and this runs on every switch.
-        let mut head = [0u8; SLOTS_AT - SEQ_AT];
-        head[..8].copy_from_slice(&self.seq.to_le_bytes());
-        head[8..16].copy_from_slice(&self.generation.to_le_bytes());
-        head[16..20].copy_from_slice(&self.nr_slots.to_le_bytes());
-        head[20..24].copy_from_slice(&self.size.to_le_bytes());
-        head[TSC_AT - SEQ_AT..].copy_from_slice(&self.tsc.to_bytes());
-        write(SEQ_AT, &head);
+    /// added child counts, interrupts) changes, as `(offset, words)` pieces of
+    /// [`UserPage::to_bytes`] (little-endian u64s at 8-byte aligned offsets): `seq` to the end
+    /// of the TSC slot, counter slots `0..nr_slots` and the tail. The kernel writes the whole
+    /// page when the configuration (generation) changed, and only these otherwise: whole words,
+    /// as stores, because under icount a byte copy (or zeroing a buffer) costs one count per
+    /// byte, and this runs at every switch that changes what the page says.
+    pub fn changing_words(&self, mut write: impl FnMut(usize, &[u64])) {
+        let slot = |s: &PageSlot| {
+            [
+                u64::from(s.index) | u64::from(s.width) << 32,
+                s.base,
+                s.start,
+                s.mask,
+            ]
+        };
+        let t = slot(&self.tsc);
+        write(
+            SEQ_AT,
+            &[
+                self.seq,
+                self.generation,
+                u64::from(self.nr_slots) | u64::from(self.size) << 32,
+                t[0],
+                t[1],
+                t[2],
+                t[3],
+            ],
+        );
         let n = (self.nr_slots as usize).min(MAX_SLOTS);
         for (i, s) in self.slots.iter().take(n).enumerate() {
-            write(SLOTS_AT + 32 * i, &s.to_bytes());
+            write(SLOTS_AT + 32 * i, &slot(s));
         }
-        write(TAIL_AT, &self.tail_bytes());
+        write(TAIL_AT, &[self.interrupts, self.tsc_offset, self.tsc_mask]);
     }
 
     /// `begin_update`, `set`, `end_update`.
@@ -765,10 +778,17 @@ mod tests {
         assert_eq!(vc.values().tsc, 400);
     }
 
-    /// The switch-in pieces, written over the bytes of the switched-out page, give the bytes of
+    fn write_words(bytes: &mut [u8], at: usize, words: &[u64]) {
+        assert_eq!(at % 8, 0);
+        for (k, w) in words.iter().enumerate() {
+            bytes[at + 8 * k..at + 8 * k + 8].copy_from_slice(&w.to_le_bytes());
+        }
+    }
+
+    /// The switch-in words, written over the bytes of the switched-out page, give the bytes of
     /// the switched-in page.
     #[test]
-    fn changing_pieces_complete_the_page() {
+    fn changing_words_complete_the_page() {
         let mut vc = VirtualCounters::new();
         vc.configure(&[(Counter::Gp(0), 48), (Counter::Gp(1), 48)])
             .unwrap();
@@ -779,13 +799,13 @@ mod tests {
         vc.resume(&[10, 20], 1_000).unwrap();
         page.interrupts = 4;
         page.publish(&vc, ecx_of);
-        page.changing_pieces(|at, piece| bytes[at..at + piece.len()].copy_from_slice(piece));
+        page.changing_words(|at, words| write_words(&mut bytes, at, words));
         assert_eq!(bytes, page.to_bytes());
         // And out again, stopped.
         vc.suspend(&[15, 29], 1_400).unwrap();
         page.interrupts = 5;
         page.publish(&vc, ecx_of);
-        page.changing_pieces(|at, piece| bytes[at..at + piece.len()].copy_from_slice(piece));
+        page.changing_words(|at, words| write_words(&mut bytes, at, words));
         assert_eq!(bytes, page.to_bytes());
         assert_eq!(offset_of!(UserPage, seq), SEQ_AT);
         assert_eq!(offset_of!(UserPage, interrupts), TAIL_AT);

@@ -21,15 +21,15 @@ impl Running {
     /// kernel writes it through its own mapping).
     ///
     /// The whole page after a configuration (the number of slots may have changed); else only
-    /// the parts that can change (`UserPage::changing_pieces`), through the pinned page.
+    /// the parts that can change (`UserPage::changing_words`), through the pinned page.
     fn publish(&mut self) {
         self.update_page();
         let generation = self.page.generation;
         match self.page_pin {
             Some(pin) if self.page_whole == Some(generation) => {
                 let space = &mut self.space;
-                self.page.changing_pieces(|at, piece| {
-                    let _ = space.write_pinned(&pin, at, piece);
+                self.page.changing_words(|at, words| {
+                    let _ = space.write_pinned_words(&pin, at, words);
                 });
             }
             _ => {
