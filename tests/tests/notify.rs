@@ -241,8 +241,13 @@ fn overflows_are_served_in_place_where_the_pmu_allows() {
         per_sample.push((wall - 10_000_000) / 999);
     }
     assert!(vtscs.iter().all(|&v| v == vtscs[0]), "{vtscs:?}");
+    // In place: under 1,000 ticks a sample, and under half of the general path's.
     assert!(
-        per_sample[0] < 1000 && per_sample[1] < 1000 && per_sample[2] > 1500,
+        per_sample[0] < 1000 && per_sample[1] < 1000,
+        "{per_sample:?}"
+    );
+    assert!(
+        2 * per_sample[0] < per_sample[2] && 2 * per_sample[1] < per_sample[2],
         "{per_sample:?}"
     );
 }

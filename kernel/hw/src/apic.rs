@@ -260,6 +260,7 @@ pub fn read(offset: u32) -> u32 {
     }
 }
 
+#[inline]
 fn write(offset: u32, value: u32) {
     match ACCESS.get() {
         Some(Access::X2Apic) => {
@@ -280,6 +281,7 @@ fn write(offset: u32, value: u32) {
 }
 
 /// Signals end of interrupt for the interrupt being serviced.
+#[inline]
 pub fn eoi() {
     write(reg::EOI, 0);
 }
@@ -300,6 +302,7 @@ pub enum PmiDelivery {
 }
 
 /// Programs the LVT performance-counter entry, unmasked or masked.
+#[inline]
 pub fn set_lvt_perf(delivery: PmiDelivery, masked: bool) {
     let entry = match delivery {
         PmiDelivery::Vector(v) => u32::from(v),

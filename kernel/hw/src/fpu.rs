@@ -51,6 +51,7 @@ static OWNER: [AtomicPtr<Area>; crate::layout::MAX_CPUS] =
     [const { AtomicPtr::new(ptr::null_mut()) }; crate::layout::MAX_CPUS];
 
 /// This CPU's owner slot.
+#[inline]
 fn owner() -> &'static AtomicPtr<Area> {
     &OWNER[crate::percpu::index()]
 }

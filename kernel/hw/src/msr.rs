@@ -221,6 +221,7 @@ pub(crate) fn fixup_for(rip: u64) -> Option<u64> {
 
 /// Executes RDPMC with ECX = `ecx`. A fault (#GP: no such counter, or CR4.PCE matters only in
 /// ring 3; #UD: QEMU's TCG has no RDPMC) comes back as an error.
+#[inline]
 pub fn rdpmc(ecx: u32) -> Result<u64, MsrError> {
     let mut value = 0u64;
     // SAFETY: RDPMC only reads a counter into EDX:EAX; a #GP or #UD on it is turned into an

@@ -58,6 +58,7 @@ impl PerCpu {
         }
     }
 
+    #[inline]
     pub fn index(&self) -> usize {
         self.index as usize
     }
@@ -113,6 +114,7 @@ pub fn set_bsp_apic_id(id: u32) {
 }
 
 /// This CPU's block.
+#[inline]
 pub fn this() -> &'static PerCpu {
     let ptr: u64;
     // SAFETY: GS base is this CPU's block while kernel code runs (module docs); reading its
@@ -126,6 +128,7 @@ pub fn this() -> &'static PerCpu {
 }
 
 /// This CPU's index (0: the boot CPU).
+#[inline]
 pub fn index() -> usize {
     this().index()
 }

@@ -985,6 +985,7 @@ impl AddressSpace {
 
     /// [`write_pinned`](Self::write_pinned) of aligned words: one store each, no copy routine
     /// (under icount a byte copy costs a count per byte; the counter page's updates use this).
+    #[inline]
     pub fn write_pinned_words(
         &mut self,
         page: &PinnedPage,

@@ -155,6 +155,7 @@ pub fn core_type_name(index: usize) -> &'static str {
 }
 
 /// The index of the CPU this runs on (0: the boot CPU).
+#[inline]
 pub fn current() -> usize {
     percpu::index()
 }

@@ -340,7 +340,8 @@ impl UserPage {
         };
         // Switched out, a slot's value is `sum + widen(start, held)` (`vcounter`): published as
         // `base` with the reading it belongs to.
-        let values = vc.values();
+        // Per slot, not `vc.values()`: its array of every slot's value is copied whole, which
+        // under icount costs a count per byte at every switch that publishes.
         let held = vc.held();
         let mut slots = vc.slots().iter().enumerate();
         // Slots beyond both the old and the new count are zero already.
@@ -360,7 +361,7 @@ impl UserPage {
                     base: if running {
                         s.sum
                     } else {
-                        values.get(i).unwrap_or(s.sum)
+                        vc.value(i).unwrap_or(s.sum)
                     },
                     start: if running {
                         s.start

@@ -592,6 +592,13 @@ impl VirtualCounters {
         Ok(())
     }
 
+    /// Slot `i`'s value as of the last switch-out or sample ([`values`](Self::values) for one
+    /// slot, without the copy of them all).
+    pub fn value(&self, i: usize) -> Option<u64> {
+        let s = self.slots().get(i)?;
+        Some(s.value_at(*self.held.get(i)?))
+    }
+
     /// The values as of the last switch-out or sample (while the task runs, the current run
     /// since then is not included: see [`VirtualCounters::read_running`]).
     pub fn values(&self) -> Values {

@@ -13,6 +13,10 @@
 //! - `--args wallcost=loop`: `LOOP_ITERATIONS` iterations of a 10-instruction loop (10,000,000
 //!   instructions); reports `wall_ticks` around it. Run once plain and once sampled (`run.cfg
 //!   sample`), the difference over the samples taken is the wall cost of one sample.
+//! - `--args wallcost=notify`: the same loop with `instructions:u` configured and a handler
+//!   notified every `NOTIFY_PERIOD` of them (it counts its calls); reports `wall_ticks` and
+//!   `notifications`: the difference from the plain loop over them is the wall cost of one
+//!   notification (PMI, handler entry, handler, `notify_return`).
 #![cfg_attr(target_os = "none", no_std, no_main)]
 
 #[cfg(target_os = "none")]
@@ -26,6 +30,13 @@ mod body {
 
     const CALLS: u64 = 1000;
     const LOOP_ITERATIONS: u64 = 1_000_000;
+    const NOTIFY_PERIOD: u64 = 10_007;
+
+    static HANDLED: core::sync::atomic::AtomicU64 = core::sync::atomic::AtomicU64::new(0);
+
+    extern "C" fn handler(_slot: u64, _count: u64, _rip: u64, _periods: u64) {
+        HANDLED.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
+    }
     const USR: u64 = 1 << 16;
 
     // No such syscall: the kernel answers ENOSYS without doing anything (the suite's
@@ -107,10 +118,31 @@ mod body {
                     t1.wrapping_sub(t0)
                 );
             }
+            b"notify" => {
+                use baremark_sdk::notify;
+                let set = baremark_sdk::counters_configure(&[0xc0 | USR])
+                    .and_then(|_| notify::set_handler(Some(handler)))
+                    .and_then(|_| notify::threshold(0, NOTIFY_PERIOD));
+                if set.is_err() {
+                    let _ = write!(buf, "error=the notification could not be set up");
+                    let _ = baremark_sdk::report(buf.as_str());
+                    return 2;
+                }
+                let t0 = baremark_sdk::rdtsc();
+                // SAFETY: a register-only loop; n >= 1 ends.
+                unsafe { wallcost_loop(LOOP_ITERATIONS) };
+                let t1 = baremark_sdk::rdtsc();
+                let _ = write!(
+                    buf,
+                    "iterations={LOOP_ITERATIONS}\nnotifications={}\nwall_ticks={}",
+                    HANDLED.load(core::sync::atomic::Ordering::Relaxed),
+                    t1.wrapping_sub(t0)
+                );
+            }
             _ => {
                 let _ = write!(
                     buf,
-                    "error=give --args wallcost=syscall, wallcost=syscall-general or wallcost=loop"
+                    "error=give --args wallcost=syscall, wallcost=syscall-general, wallcost=loop or wallcost=notify"
                 );
                 let _ = baremark_sdk::report(buf.as_str());
                 return 2;
