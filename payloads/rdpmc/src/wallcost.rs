@@ -53,6 +53,9 @@ mod body {
         ".popsection",
         ".pushsection .text.wallcost_loop, \"ax\", @progbits",
         ".global wallcost_loop",
+        // Typed and sized, so a profile can tell its RIPs from the rest (the Linux
+        // side-by-side counts the samples in it).
+        ".type wallcost_loop, @function",
         "wallcost_loop:",
         "2:  nop",
         "    nop",
@@ -65,6 +68,7 @@ mod body {
         "    dec rdi",
         "    jnz 2b",
         "    ret",
+        ".size wallcost_loop, . - wallcost_loop",
         ".popsection",
     );
 
