@@ -60,6 +60,8 @@ baremark_provision() {
     [ -n "$ovmf_found" ] || missing+=(ovmf)
     # xmllint checks the JUnit reports of the CI gate against their schema (tests/tests/gate.rs).
     command -v xmllint >/dev/null 2>&1 || missing+=(libxml2-utils)
+    # cachegrind checks the reference cache simulator (tests/tests/cachesim_cachegrind.rs).
+    command -v valgrind >/dev/null 2>&1 || missing+=(valgrind)
     if [ "${#missing[@]}" -gt 0 ]; then
         local sudo=""
         if [ "$(id -u)" != 0 ]; then
@@ -81,6 +83,8 @@ baremark_provision() {
                     $sudo apt-get install -y -qq ovmf; } &&
                 { [[ " ${missing[*]} " != *" libxml2-utils "* ]] || DEBIAN_FRONTEND=noninteractive \
                     $sudo apt-get install -y -qq libxml2-utils; } &&
+                { [[ " ${missing[*]} " != *" valgrind "* ]] || DEBIAN_FRONTEND=noninteractive \
+                    $sudo apt-get install -y -qq valgrind; } &&
                 { [[ " ${missing[*]} " != *" qemu-system-x86 "* ]] || DEBIAN_FRONTEND=noninteractive \
                     $sudo apt-get install -y -qq "${apt_target[@]}" qemu-system-x86; }; } >"$apt_log" 2>&1; then
                 cat "$apt_log" >&2
@@ -91,11 +95,11 @@ baremark_provision() {
             rm -f "$apt_log"
         else
             baremark_say "missing: ${missing[*]}. Install them, e.g.:"
-            baremark_say "  Debian/Ubuntu: sudo apt-get install qemu-system-x86 ovmf libxml2-utils"
+            baremark_say "  Debian/Ubuntu: sudo apt-get install qemu-system-x86 ovmf libxml2-utils valgrind"
             baremark_say "  Debian 12:     QEMU 10 from bookworm-backports: sudo bash emulator/build.sh --backports-entry &&"
             baremark_say "                 sudo apt-get install -t bookworm-backports qemu-system-x86"
-            baremark_say "  Fedora:        sudo dnf install qemu-system-x86 edk2-ovmf libxml2"
-            baremark_say "  Arch:          sudo pacman -S qemu-full edk2-ovmf libxml2"
+            baremark_say "  Fedora:        sudo dnf install qemu-system-x86 edk2-ovmf libxml2 valgrind"
+            baremark_say "  Arch:          sudo pacman -S qemu-full edk2-ovmf libxml2 valgrind"
             return 1
         fi
     fi

@@ -1,5 +1,6 @@
 //! Shared helpers for the QEMU integration tests in `tests/`.
 
+pub mod cachesim;
 pub mod linux;
 pub mod stick;
 
