@@ -836,3 +836,20 @@ pub fn declared(outcome: &RunOutcome, bench: &str, key: &str) -> Option<f64> {
         values[key].as_str().and_then(|v| v.trim().parse().ok())
     })
 }
+
+/// One operation of a suite payload's loop: per iteration, less the loop's own instructions and
+/// its once-per-region prologue (both as the payload declares them), as harness-costs and
+/// linux-vs-baremark take them.
+pub fn per_op(outcome: &RunOutcome, bench: &str, event: &str) -> Option<f64> {
+    let per_iteration = figure(outcome, bench, event, "per_iteration")?;
+    let iterations = outcome
+        .records_of("bench_start")
+        .find(|r| r.str("bench") == Some(bench))
+        .and_then(|r| r.get("iterations").as_f64())?;
+    let prologue = declared(outcome, bench, "prologue_instructions").unwrap_or(0.0);
+    Some(
+        per_iteration
+            - declared(outcome, bench, "loop_instructions").unwrap_or(3.0)
+            - prologue / iterations,
+    )
+}

@@ -685,12 +685,9 @@ fn running_out_of_memory_refuses_the_spawn_and_gives_it_all_back() {
     );
 }
 
-/// The kernel's service of a task is budgeted too: `zoo-syscall-flood` (a `write` per loop)
-/// is killed once its syscalls had the budget's worth of kernel time, though its own time is far
-/// below it; the payload after it runs.
-#[test]
-fn a_flood_of_syscalls_is_stopped_by_the_watchdog() {
-    const BUDGET_MS: u32 = 20;
+/// `zoo-syscall-flood` (with its `args`, if any) under a 20 ms watchdog budget, then
+/// `add-latency`.
+fn flood(args: Option<&str>) -> RunOutcome {
     let order = [
         ("zoo-syscall-flood", Some("zoo-syscall-flood")),
         ("add-latency", Some("add-latency")),
@@ -698,12 +695,24 @@ fn a_flood_of_syscalls_is_stopped_by_the_watchdog() {
     let config = RunConfig {
         timer_checks: false,
         payloads: payloads(&order),
-        task_budget_ms: Some(BUDGET_MS),
+        extra_members: args
+            .map(|a| ("args/zoo-syscall-flood".into(), a.as_bytes().to_vec()))
+            .into_iter()
+            .collect(),
+        task_budget_ms: Some(20),
         reps: Some(5),
         warmup: Some(1),
         ..RunConfig::default()
     };
-    let outcome = boot(Firmware::Bios, config, Duration::from_secs(120), Some(0));
+    boot(Firmware::Bios, config, Duration::from_secs(120), Some(0))
+}
+
+/// The kernel's service of a task is budgeted too: `zoo-syscall-flood` (a `write` per loop)
+/// is killed once its syscalls had the budget's worth of kernel time, though its own time is far
+/// below it; the payload after it runs.
+#[test]
+fn a_flood_of_syscalls_is_stopped_by_the_watchdog() {
+    let outcome = flood(None);
     expect_success(&outcome);
     let killed = indexed_record(&outcome, "task_killed", 0);
     assert_eq!(killed.str("exceeded"), Some("service"), "{}", killed.value);
@@ -740,21 +749,7 @@ fn a_flood_of_syscalls_is_stopped_by_the_watchdog() {
 /// task on it as promptly.
 #[test]
 fn a_flood_of_light_syscalls_is_stopped_by_the_watchdog() {
-    const BUDGET_MS: u32 = 20;
-    let order = [
-        ("zoo-syscall-flood", Some("zoo-syscall-flood")),
-        ("add-latency", Some("add-latency")),
-    ];
-    let config = RunConfig {
-        timer_checks: false,
-        payloads: payloads(&order),
-        extra_members: vec![("args/zoo-syscall-flood".into(), b"light".to_vec())],
-        task_budget_ms: Some(BUDGET_MS),
-        reps: Some(5),
-        warmup: Some(1),
-        ..RunConfig::default()
-    };
-    let outcome = boot(Firmware::Bios, config, Duration::from_secs(120), Some(0));
+    let outcome = flood(Some("light"));
     expect_success(&outcome);
     let killed = indexed_record(&outcome, "task_killed", 0);
     let budget = killed.u64("budget_tsc").unwrap();

@@ -28,7 +28,7 @@ use std::time::Duration;
 use baremark::image::{Firmware, Overhead, RunConfig};
 use baremark::qemu::PmuModel;
 use baremark::session::{RunOutcome, Verdict};
-use baremark_tests::{boot, boot_emulated_cpu_props, builtin_payloads, declared, figure};
+use baremark_tests::{boot, boot_emulated_cpu_props, builtin_payloads, figure, per_op};
 
 fn config(names: &[&str], events: Option<&str>, quantum_us: u32) -> RunConfig {
     RunConfig {
@@ -112,20 +112,6 @@ fn main() {
         Some(0),
     );
     check("TCG (virtual TSC only)", &tsc);
-    let per_op = |o: &RunOutcome, bench: &str, event: &str| {
-        // The loop's instructions and the body's once-per-region prologue are not the read's.
-        let per_iteration = figure(o, bench, event, "per_iteration")?;
-        let iterations = o
-            .records_of("bench_start")
-            .find(|r| r.str("bench") == Some(bench))
-            .and_then(|r| r.get("iterations").as_f64())?;
-        let prologue = declared(o, bench, "prologue_instructions").unwrap_or(0.0);
-        Some(
-            per_iteration
-                - declared(o, bench, "loop_instructions").unwrap_or(3.0)
-                - prologue / iterations,
-        )
-    };
     // 2. Hardware slots on the emulated PMU.
     let props = "pmu-gp-counters=8";
     let four = "instructions:u,branches:u,cycles:u,ref-cycles:u";

@@ -17,7 +17,7 @@ use baremark::image::{Firmware, Overhead, RunConfig};
 use baremark::qemu::PmuModel;
 use baremark::session::{RunOutcome, Verdict};
 use baremark_tests::linux::{LinuxRun, boot_linux};
-use baremark_tests::{boot_emulated, boot_floor, builtin_payloads, declared, figure};
+use baremark_tests::{boot_emulated, boot_floor, builtin_payloads, figure, per_op};
 
 const MODELS: [PmuModel; 6] = [
     PmuModel::IntelV2,
@@ -31,22 +31,6 @@ const MODELS: [PmuModel; 6] = [
 fn fail(what: &str, detail: &str) -> ! {
     eprintln!("linux-vs-baremark: {what}\n{detail}");
     std::process::exit(1);
-}
-
-/// One operation of a payload's loop: per iteration, less the loop's own instructions and its
-/// once-per-region prologue (as harness-costs takes them).
-fn per_op(o: &RunOutcome, bench: &str, event: &str) -> Option<f64> {
-    let per_iteration = figure(o, bench, event, "per_iteration")?;
-    let iterations = o
-        .records_of("bench_start")
-        .find(|r| r.str("bench") == Some(bench))
-        .and_then(|r| r.get("iterations").as_f64())?;
-    let prologue = declared(o, bench, "prologue_instructions").unwrap_or(0.0);
-    Some(
-        per_iteration
-            - declared(o, bench, "loop_instructions").unwrap_or(3.0)
-            - prologue / iterations,
-    )
 }
 
 fn config(names: &[&str], events: &str) -> RunConfig {

@@ -12,7 +12,6 @@
 use baremark_hw::user::Exit;
 
 use super::super::hwslots::HwError;
-use super::super::user_page;
 use super::Running;
 use super::hw::{faults_injected, forget_programming};
 use crate::pmu::machine::HwMsr;
@@ -66,23 +65,8 @@ impl Running {
         // The virtual TSC up to the (compensated) exit; the exit assembly's reading restarts it.
         let _ = self.vc.fold_tsc(now);
         self.publish_rebased_slots(wrapped, version);
-        // A slot reader interrupted inside its window gets the slot as just published.
-        if let Some((base, start, ecx)) = user_page::fix_up_slot_reader(
-            self.ctx.rip,
-            self.slot_window,
-            self.ctx.rdi,
-            self.page_addr,
-            &self.page,
-        ) {
-            (self.ctx.rsi, self.ctx.r8, self.ctx.rcx) = (base, start, ecx);
-        }
-        // The harness region interrupted inside its window goes to its abort path, as after any
-        // interrupt (`user_page` module docs, "The harness region's window").
-        if let Some(abort) =
-            user_page::fix_up_region(self.ctx.rip, self.region_window, self.region_abort)
-        {
-            self.ctx.rip = abort;
-        }
+        // A reader interrupted inside its window, as after any interrupt.
+        self.fix_up_readers();
         self.page.seq = self.page.seq.wrapping_add(2);
         // The boundary as the last run had it (the page and the reader's window are the same):
         // the virtual TSC to resume from, `seq` and `interrupts`.

@@ -98,6 +98,28 @@ impl Running {
         }
     }
 
+    /// The fix-ups of a task resumed inside a reader's window, from the page as just published:
+    /// the slot reader gets its registers refreshed, the harness region goes to its abort path
+    /// (`user_page` module docs, "The retry-free slot read", "The harness region's window").
+    // Inlined into both callers as it was written there: the paths keep their exact counts.
+    #[inline(always)]
+    pub(super) fn fix_up_readers(&mut self) {
+        if let Some((base, start, ecx)) = user_page::fix_up_slot_reader(
+            self.ctx.rip,
+            self.slot_window,
+            self.ctx.rdi,
+            self.page_addr,
+            &self.page,
+        ) {
+            (self.ctx.rsi, self.ctx.r8, self.ctx.rcx) = (base, start, ecx);
+        }
+        if let Some(abort) =
+            user_page::fix_up_region(self.ctx.rip, self.region_window, self.region_abort)
+        {
+            self.ctx.rip = abort;
+        }
+    }
+
     /// Whether the SYSCALL entry may answer unknown numbers itself during the next run
     /// (`hw::user`, "Light syscalls"): only when nothing the kernel keeps for the task would
     /// change on the general path. Its counters are stopped (nothing moves), or all in hardware
@@ -159,23 +181,8 @@ impl Running {
         let mut pce = fast_in.is_some() || raw.is_some();
         self.publish_if_changed(counting, pce);
         let mut vtsc_running = counting && self.vc.is_running();
-        // The slot reader's fix-up (kernel time: its values do not depend on the entry's TSC).
-        if let Some((base, start, ecx)) = user_page::fix_up_slot_reader(
-            self.ctx.rip,
-            self.slot_window,
-            self.ctx.rdi,
-            self.page_addr,
-            &self.page,
-        ) {
-            (self.ctx.rsi, self.ctx.r8, self.ctx.rcx) = (base, start, ecx);
-        }
-        // The harness region's: resumed inside its window, the task goes to its abort path
-        // (`user_page` module docs, "The harness region's window").
-        if let Some(abort) =
-            user_page::fix_up_region(self.ctx.rip, self.region_window, self.region_abort)
-        {
-            self.ctx.rip = abort;
-        }
+        // Kernel time: the readers' values do not depend on the entry's TSC.
+        self.fix_up_readers();
         // The virtual TSC's boundary: the exit assembly reads the TSC last thing before ring 3
         // and publishes the offset from it (and does the retry-free reader's fix-up), the
         // entry assembly reads it first thing back, so the kernel's work around the run is
