@@ -45,7 +45,18 @@ pub(super) fn emulated_blocker(spec: &EventSpec, caps: &PmuCaps) -> Option<Strin
             false
         } else {
             match caps.vendor {
-                Vendor::Intel => matches!((s.code, s.umask), (0xc0 | 0xc4, 0) | (0x3c, 0 | 1)),
+                Vendor::Intel => {
+                    matches!((s.code, s.umask), (0xc0 | 0xc4, 0) | (0x3c, 0 | 1))
+                        // The cache model (QEMU's `pmu-caches=on`, patch 0012) marks the LLC
+                        // events available in CPUID.0AH:EBX, and counts L1D.REPLACEMENT with
+                        // them; without it they stay marked unavailable.
+                        || (caps.arch_event_available(3)
+                            && caps.arch_event_available(4)
+                            && s.cmask == 0
+                            && !s.inv
+                            && !s.edge
+                            && matches!((s.code, s.umask), (0x2e, 0x4f | 0x41) | (0x51, 0x01)))
+                }
                 Vendor::Amd => s.umask == 0 && matches!(s.code, 0x76 | 0xc0 | 0xc2),
             }
         }

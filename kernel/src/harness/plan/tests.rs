@@ -30,10 +30,22 @@ fn reason_of(p: &Plan, i: usize) -> &str {
     }
 }
 
+/// The emulated PMU's Intel CPUID.0AH:EBX: LLC references and misses and branch misses
+/// unavailable; with QEMU's `pmu-caches=on` only branch misses.
+fn emulated_skx(caches: bool) -> PmuCaps {
+    let mut c = skx();
+    c.arch_events_unavailable = if caches {
+        1 << 6
+    } else {
+        (1 << 3) | (1 << 4) | (1 << 6)
+    };
+    c
+}
+
 #[test]
 fn the_emulated_pmu_counts_only_the_events_it_models() {
     let spec = "cycles,instructions,branches,ref-cycles,branch-misses,cache-misses,r01c2,cycles:u,instructions:k";
-    let p = plan_with(spec, &[], &skx(), &[], &EMULATED);
+    let p = plan_with(spec, &[], &emulated_skx(false), &[], &EMULATED);
     for i in [0, 1, 2, 3, 7, 8] {
         assert!(
             matches!(p.events[i].status, Status::Counted { .. }),
@@ -42,13 +54,20 @@ fn the_emulated_pmu_counts_only_the_events_it_models() {
             p.events[i].status
         );
     }
-    for i in [4, 5, 6] {
+    // branch-misses and cache-misses are refused by CPUID.0AH:EBX already, r01c2 as the
+    // emulated PMU's.
+    for i in [4, 5] {
         assert!(
-            reason_of(&p, i).contains("emulated PMU"),
+            reason_of(&p, i).contains("not available"),
             "{}",
             reason_of(&p, i)
         );
     }
+    assert!(
+        reason_of(&p, 6).contains("emulated PMU"),
+        "{}",
+        reason_of(&p, 6)
+    );
     // The same list on hardware counts them all.
     let hw = plan(spec, &skx(), &[]);
     assert!(
@@ -69,6 +88,40 @@ fn the_emulated_pmu_counts_only_the_events_it_models() {
         assert!(matches!(e.status, Status::Counted { .. }), "{}", e.name);
     }
     assert!(reason_of(&p, 3).contains("does not model `branch-misses`"));
+}
+
+#[test]
+fn the_emulated_cache_model_counts_the_llc_events_and_l1d_replacements() {
+    // With the cache model on, CPUID.0AH:EBX marks the LLC events available: they, and
+    // L1D.REPLACEMENT (r0151), are counted; their CMASK/INV/EDGE forms and other cache
+    // events (L2_RQSTS.MISS, r3f24) are not modelled.
+    let spec = "cache-references,cache-misses,r0151,r3f24,r0100412e,branch-misses";
+    let p = plan_with(spec, &[], &emulated_skx(true), &[], &EMULATED);
+    for i in [0, 1, 2] {
+        assert!(
+            matches!(p.events[i].status, Status::Counted { .. }),
+            "{} must be counted: {:?}",
+            p.events[i].name,
+            p.events[i].status
+        );
+    }
+    for i in [3, 4] {
+        assert!(
+            reason_of(&p, i).contains("does not model"),
+            "{}",
+            p.events[i].name
+        );
+    }
+    assert!(
+        reason_of(&p, 5).contains("not available"),
+        "{}",
+        reason_of(&p, 5)
+    );
+    // Without it (bits 3 and 4 set) none of them is.
+    let p = plan_with(spec, &[], &emulated_skx(false), &[], &EMULATED);
+    for e in &p.events[..6] {
+        assert!(!matches!(e.status, Status::Counted { .. }), "{}", e.name);
+    }
 }
 
 /// Plans and checks what every plan must satisfy: each group is a request
