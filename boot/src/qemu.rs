@@ -136,6 +136,9 @@ pub struct QemuOptions {
     pub binary: Option<PathBuf>,
     /// The emulated PMU's model (TCG only; the binary must be the emulator's).
     pub pmu_model: Option<PmuModel>,
+    /// The emulated PMU's micro-architecture model (QEMU's `pmu-uarch=on`, with `pmu_model`):
+    /// data caches, a branch predictor, cycles with their stalls.
+    pub pmu_uarch: bool,
     /// CPUs (`-smp N`, 1..=[`SMP_MAX`]); 1 leaves `-smp` out (QEMU's default, one CPU).
     pub smp: u32,
 }
@@ -169,6 +172,7 @@ impl QemuOptions {
             timeout: Duration::from_secs(60),
             binary: None,
             pmu_model: None,
+            pmu_uarch: false,
             smp: 1,
         }
     }
@@ -300,6 +304,9 @@ pub fn command(qemu: &Path, image: &Path, opts: &QemuOptions, scratch: &Path) ->
                 model
             };
             let cpu = match opts.pmu_model {
+                Some(m) if opts.pmu_uarch => {
+                    format!("{model},pmu-model={},pmu-uarch=on", m.name())
+                }
                 Some(m) => format!("{model},pmu-model={}", m.name()),
                 None => model,
             };
@@ -394,6 +401,13 @@ mod tests {
         // A CPU the user names is kept, with the model added.
         opts.cpu = Some("EPYC".into());
         assert_eq!(after(&args(&opts), "-cpu"), "EPYC,pmu-model=amd-v2");
+        // The micro-architecture model goes after the model it needs.
+        opts.pmu_uarch = true;
+        assert_eq!(
+            after(&args(&opts), "-cpu"),
+            "EPYC,pmu-model=amd-v2,pmu-uarch=on"
+        );
+        opts.pmu_uarch = false;
 
         opts.pmu_model = None;
         assert_eq!(after(&args(&opts), "-cpu"), "EPYC");

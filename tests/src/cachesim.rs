@@ -7,6 +7,11 @@
 //! looked up; a line that misses one level is looked up in the next and filled into every level
 //! it missed (write-allocate: stores too); levels are neither inclusive nor exclusive of each
 //! other (a line evicted from one level stays where else it is).
+//!
+//! The emulated PMU adds one thing cachegrind has not: an adjacent-line prefetch at the last
+//! level (a line that misses it brings its 128-byte buddy into it, uncounted;
+//! docs/emulated-pmu.md). [`Hierarchy::with_adjacent_prefetch`] models it the same way, and
+//! [`Trace`] reads the emulator's record of every data access it fed its hierarchy.
 
 /// One level's geometry: total bytes, ways, line bytes (all powers of two; `size / (ways * line)`
 /// sets).
@@ -25,15 +30,35 @@ impl Geometry {
 
     fn check(&self) -> Result<(), String> {
         let pow2 = |v: u64| v != 0 && v.is_power_of_two();
-        if !pow2(u64::from(self.line)) || !pow2(u64::from(self.ways)) || !pow2(self.size) {
+        if !pow2(u64::from(self.line))
+            || self.ways == 0
+            || !self
+                .size
+                .is_multiple_of(u64::from(self.ways) * u64::from(self.line))
+        {
             return Err(format!(
-                "{self:?}: size, ways and line must be powers of two"
+                "{self:?}: the line must be a power of two and the size a whole number of sets"
             ));
         }
         if self.size < u64::from(self.ways) * u64::from(self.line) {
             return Err(format!("{self:?}: smaller than one set"));
         }
         Ok(())
+    }
+
+    /// A CPU model's cache as CPUID leaf 4 / 0x8000001D describes it: any number of ways and
+    /// sets (an 11-way LLC exists), a power-of-two line.
+    pub fn from_cpuid(sets: u64, ways: u32, line: u32) -> Result<Geometry, String> {
+        if sets == 0 || ways == 0 || !line.is_power_of_two() {
+            return Err(format!(
+                "{sets} sets of {ways} ways of {line}-byte lines: not a cache"
+            ));
+        }
+        Ok(Geometry {
+            size: sets * u64::from(ways) * u64::from(line),
+            ways,
+            line,
+        })
     }
 }
 
@@ -79,6 +104,16 @@ impl Cache {
             }
         }
     }
+
+    /// Fills the line as its set's most recently used if it is absent; a present line keeps
+    /// its place (a prefetch that finds its line does nothing).
+    pub fn fill_if_absent(&mut self, line: u64) {
+        let sets = self.geometry.sets();
+        let tag = line / sets;
+        if !self.sets[(line % sets) as usize].contains(&tag) {
+            self.access_line(line);
+        }
+    }
 }
 
 /// Accesses and misses at one level.
@@ -95,6 +130,7 @@ pub struct LevelStats {
 pub struct Hierarchy {
     levels: Vec<Cache>,
     stats: Vec<LevelStats>,
+    adjacent_prefetch: bool,
 }
 
 impl Hierarchy {
@@ -112,7 +148,16 @@ impl Hierarchy {
                 .map(|&g| Cache::new(g))
                 .collect::<Result<_, _>>()?,
             stats: vec![LevelStats::default(); levels.len()],
+            adjacent_prefetch: false,
         })
+    }
+
+    /// The emulated PMU's prefetch: a line that misses the last level has its buddy (`line ^ 1`,
+    /// the other half of its 128-byte pair) filled into the last level if absent, after it,
+    /// with no statistics.
+    pub fn with_adjacent_prefetch(mut self) -> Hierarchy {
+        self.adjacent_prefetch = true;
+        self
     }
 
     /// An access of `size` bytes (at least 1) at `addr`: each line it touches is looked up.
@@ -134,6 +179,10 @@ impl Hierarchy {
             }
             stats.misses += 1;
         }
+        if self.adjacent_prefetch {
+            let last = self.levels.len() - 1;
+            self.levels[last].fill_if_absent(line ^ 1);
+        }
         self.levels.len()
     }
 
@@ -151,6 +200,51 @@ impl Hierarchy {
         self.stats
             .iter_mut()
             .for_each(|s| *s = LevelStats::default());
+    }
+}
+
+/// One record of the emulator's data-access trace (QEMU's `x-pmu-uarch-trace=PATH`,
+/// docs/emulated-pmu.md): an access as its cache model got it, and what the model made of it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TraceRecord {
+    pub paddr: u64,
+    pub size: u16,
+    pub store: bool,
+    /// The privilege level the access was made at.
+    pub cpl: u8,
+    pub vcpu: u8,
+    /// Lines of the access that missed L1D, L2 and the last level (with two levels, the
+    /// second and third are the same), as the emulator's model counted them.
+    pub misses: [u8; 3],
+}
+
+/// The trace file's records: 16 bytes each, little-endian: u64 physical address, u16 size, u8
+/// flags (bit 0: store), u8 CPL, u8 vCPU, u8 L1D, L2 and last-level missed lines.
+pub struct Trace;
+
+impl Trace {
+    pub const RECORD: usize = 16;
+
+    pub fn parse(bytes: &[u8]) -> Result<Vec<TraceRecord>, String> {
+        if !bytes.len().is_multiple_of(Self::RECORD) {
+            return Err(format!(
+                "{} bytes: not a whole number of {}-byte records (a trace cut short?)",
+                bytes.len(),
+                Self::RECORD
+            ));
+        }
+        let (records, _) = bytes.as_chunks::<{ Self::RECORD }>();
+        Ok(records
+            .iter()
+            .map(|r| TraceRecord {
+                paddr: u64::from_le_bytes(r[..8].try_into().unwrap()),
+                size: u16::from_le_bytes([r[8], r[9]]),
+                store: r[10] & 1 != 0,
+                cpl: r[11],
+                vcpu: r[12],
+                misses: [r[13], r[14], r[15]],
+            })
+            .collect())
     }
 }
 
@@ -261,6 +355,58 @@ mod tests {
             ])
             .is_err()
         );
+    }
+
+    #[test]
+    fn a_last_level_miss_prefetches_its_buddy_line_uncounted() {
+        let llc = Geometry {
+            size: 1024,
+            ways: 4,
+            line: 64,
+        };
+        let mut h = Hierarchy::new(&[L1, llc]).unwrap().with_adjacent_prefetch();
+        assert_eq!(h.access(0, 1), 2, "line 0 from memory");
+        assert_eq!(
+            h.access(64, 1),
+            1,
+            "line 1 was prefetched into the last level"
+        );
+        assert_eq!(h.stats()[1].accesses, 2);
+        assert_eq!(h.stats()[1].misses, 1, "the prefetch is not a miss");
+        // A prefetch that finds its line leaves it where it is in the LRU order.
+        let mut c = Cache::new(llc).unwrap();
+        for l in [0u64, 4, 8, 12] {
+            c.access_line(l);
+        }
+        c.fill_if_absent(0);
+        c.access_line(16);
+        assert!(!c.access_line(0), "line 0 stayed the least recently used");
+        assert!(c.access_line(8));
+        // Without the prefetch, line 1 misses everything.
+        let mut plain = Hierarchy::new(&[L1, llc]).unwrap();
+        plain.access(0, 1);
+        assert_eq!(plain.access(64, 1), 2);
+    }
+
+    #[test]
+    fn trace_records_are_read_as_the_emulator_writes_them() {
+        let mut r = Vec::new();
+        r.extend_from_slice(&0x1234_5678u64.to_le_bytes());
+        r.extend_from_slice(&8u16.to_le_bytes());
+        r.extend_from_slice(&[1, 3, 2, 1, 1, 0]);
+        let t = Trace::parse(&r).unwrap();
+        assert_eq!(
+            t,
+            [TraceRecord {
+                paddr: 0x1234_5678,
+                size: 8,
+                store: true,
+                cpl: 3,
+                vcpu: 2,
+                misses: [1, 1, 0]
+            }]
+        );
+        assert!(Trace::parse(&r[..15]).is_err());
     }
 
     #[test]

@@ -381,6 +381,32 @@ pub fn boot_emulated_cpu_props(
     boot_with(qemu, config)
 }
 
+/// Boots `config` on the emulated PMU `model` with its micro-architecture model
+/// (`--uarch`: QEMU's `pmu-uarch=on`), `props` added to the CPU model's properties when given
+/// (e.g. the access trace); fails with the serial tail unless the run succeeded.
+pub fn boot_emulated_uarch(
+    config: RunConfig,
+    timeout: Duration,
+    model: baremark::qemu::PmuModel,
+    props: Option<&str>,
+) -> RunOutcome {
+    let mut qemu = QemuOptions::new(Firmware::Bios, Accel::Tcg);
+    qemu.timeout = timeout;
+    qemu.icount = Some(0);
+    qemu.pmu_model = Some(model);
+    qemu.pmu_uarch = true;
+    if let Some(props) = props {
+        qemu.cpu = Some(format!("{},{props}", model.default_cpu()));
+    }
+    qemu.binary = Some(
+        baremark::qemu::emulated_pmu_qemu()
+            .unwrap_or_else(|e| panic!("no QEMU with the emulated PMU: {e:#}")),
+    );
+    let outcome = boot_with(qemu, config);
+    expect_success_in(&outcome, format_args!("{model:?} with --uarch: "));
+    outcome
+}
+
 /// One boot of the floor image ([`baremark::image::floor_image`]).
 #[derive(Clone, Copy, Debug)]
 pub struct FloorBoot {

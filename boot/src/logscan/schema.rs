@@ -139,6 +139,7 @@ const FIELDS: &[(&str, &[&str])] = &[
             "summary",
             "backend",
             "emulated",
+            "uarch_model",
             "reason",
             "kind",
             "gp_counters",

@@ -271,6 +271,7 @@ fn harness_plan(
     }
     let platform = crate::harness::plan::Platform {
         emulated: crate::pmu::machine::emulated(),
+        uarch_model: crate::pmu::machine::uarch_model(),
         extra_msrs: extra_msrs_present(&caps),
     };
     let events = crate::harness::plan::plan_with(

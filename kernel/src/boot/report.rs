@@ -549,7 +549,10 @@ pub(super) fn report_pmu(cpu: &CpuInfo) {
     let intel = IntelArchPerfmon::decode(d.leaf_0a);
     let backend = crate::pmu::machine::with_pmu(|pmu, _| pmu.backend.name()).unwrap_or("none");
     let emulated = crate::pmu::machine::emulated();
-    let summary = if emulated {
+    let uarch_model = crate::pmu::machine::uarch_model();
+    let summary = if uarch_model {
+        "QEMU's emulated PMU (TCG model, baremark emulator/) with its micro-architecture model (pmu-uarch): exact instructions, ref-cycles, branches, data-cache and branch-miss events; cycles are instructions plus the model's stalls; figures are emulated, not hardware"
+    } else if emulated {
         "QEMU's emulated PMU (TCG model, baremark emulator/): exact instructions, cycles, ref-cycles and branches; figures are emulated, not hardware"
     } else if cpu.hypervisor_name == Some("tcg") {
         "QEMU software emulation (TCG): no performance counters are emulated"
@@ -562,6 +565,7 @@ pub(super) fn report_pmu(cpu: &CpuInfo) {
             .str("summary", summary)
             .str("backend", backend)
             .bool("emulated", emulated)
+            .bool("uarch_model", uarch_model)
             .str("reason", &d.reason)
             .opt_str("hypervisor", cpu.hypervisor_name)
             .str(

@@ -81,6 +81,10 @@ pub struct CpuInfo {
     pub hypervisor_signature: Option<SmallStr<12>>,
     /// Short name of the hypervisor ("kvm", "tcg", "vmware", ...), when known.
     pub hypervisor_name: Option<&'static str>,
+    /// Under TCG: CPUID 0x40000001 EAX bit 0, which baremark's emulator sets when its PMU model
+    /// also models the micro-architecture (`pmu-uarch=on`: data caches, a branch predictor, and
+    /// cycles with their stalls; docs/emulated-pmu.md). Plain QEMU returns 0 there.
+    pub tcg_uarch_model: bool,
     pub features: Features,
 }
 
@@ -140,6 +144,9 @@ pub fn identify_with<R: CpuIdReader>(reader: R) -> CpuInfo {
     } else {
         (None, None)
     };
+    let tcg_uarch_model = hypervisor_name == Some("tcg")
+        && raw_cpuid_leaf(&reader, 0x4000_0000)[0] >= 0x4000_0001
+        && raw_cpuid_leaf(&reader, 0x4000_0001)[0] & 1 != 0;
     CpuInfo {
         vendor,
         family,
@@ -150,6 +157,7 @@ pub fn identify_with<R: CpuIdReader>(reader: R) -> CpuInfo {
         max_extended_leaf: raw_cpuid_leaf(&reader, 0x8000_0000)[0],
         hypervisor_signature,
         hypervisor_name,
+        tcg_uarch_model,
         features,
     }
 }

@@ -103,11 +103,20 @@ pub struct Pmu {
     /// The counters are QEMU's TCG PMU model (baremark's `emulator/`), not hardware: a PMU
     /// under the TCG hypervisor signature. Every figure from them is labelled `emulated`.
     pub emulated: bool,
+    /// The emulated PMU also models data caches, a branch predictor and the cycles they cost
+    /// (the emulator's `pmu-uarch=on`, said by CPUID 0x40000001): its LLC, L1D, L2 and
+    /// branch-miss events count, and its cycles are a model figure.
+    pub uarch_model: bool,
 }
 
 /// Whether the counters in use are QEMU's emulated PMU (see [`Pmu::emulated`]).
 pub fn emulated() -> bool {
     with_pmu(|pmu, _| pmu.emulated).unwrap_or(false)
+}
+
+/// Whether the emulated PMU models the micro-architecture (see [`Pmu::uarch_model`]).
+pub fn uarch_model() -> bool {
+    with_pmu(|pmu, _| pmu.uarch_model).unwrap_or(false)
 }
 
 /// Each CPU's PMU (its backend keeps shadows of that CPU's registers), by CPU index: the boot
@@ -194,6 +203,7 @@ fn bring_up(cpu: &CpuInfo, sets_limits: bool) -> Discovery {
     *this_pmu().lock() = Some(Pmu {
         backend,
         emulated,
+        uarch_model: emulated && cpu.tcg_uarch_model,
         discovery: d.clone(),
     });
     d

@@ -170,6 +170,12 @@ struct QemuArgs {
     /// The emulated PMU's model (with `--pmu emulated`).
     #[arg(long, value_enum, default_value = "intel-v4", requires = "pmu")]
     pmu_model: PmuModel,
+    /// With `--pmu emulated`: also model the micro-architecture (QEMU's `pmu-uarch=on`): data
+    /// caches (L1D, L2, LLC from the CPU model's geometry), a gshare branch predictor, and
+    /// cycles that add their stalls to the instructions. LLC, L2, L1D and branch-miss events
+    /// then count; cycles are a model figure; about 1.7x slower (docs/emulated-pmu.md).
+    #[arg(long, requires = "pmu")]
+    uarch: bool,
 }
 
 /// `--pmu`: where counters come from.
@@ -454,6 +460,7 @@ fn prepare_boot(args: QemuArgs, config: RunConfig) -> Result<(BootRequest, Strin
         // The model counts from QEMU's instruction counter: -icount is required.
         qemu.icount = Some(args.icount.unwrap_or(0));
         qemu.pmu_model = Some(args.pmu_model);
+        qemu.pmu_uarch = args.uarch;
         qemu.binary = Some(baremark::qemu::emulated_pmu_qemu()?);
     } else {
         // Make sure QEMU is there before spending time on anything else.
@@ -464,8 +471,13 @@ fn prepare_boot(args: QemuArgs, config: RunConfig) -> Result<(BootRequest, Strin
         (
             Accel::Tcg,
             format!(
-                "--pmu emulated: QEMU's PMU model {} under -icount shift={}",
+                "--pmu emulated: QEMU's PMU model {}{} under -icount shift={}",
                 args.pmu_model.name(),
+                if args.uarch {
+                    " with its micro-architecture model"
+                } else {
+                    ""
+                },
                 qemu.icount.unwrap_or(0)
             ),
         )

@@ -136,6 +136,9 @@ pub struct Platform {
     /// The counters are QEMU's emulated PMU: events it does not model are unsupported rather
     /// than counted as a register that never moves.
     pub emulated: bool,
+    /// The emulated PMU models caches and a branch predictor (`pmu-uarch=on`): their events
+    /// count there too.
+    pub uarch_model: bool,
     /// Which of [`EXTRA_MSRS`] this CPU has (bit i: `EXTRA_MSRS[i]`; the kernel reads each at
     /// boot, and one that raises #GP is absent).
     pub extra_msrs: u8,
@@ -145,6 +148,7 @@ impl Platform {
     /// All four extra MSRs present (tests of Intel hardware).
     pub const WITH_EXTRA_MSRS: Platform = Platform {
         emulated: false,
+        uarch_model: false,
         extra_msrs: 0b1111,
     };
 

@@ -29,8 +29,10 @@ pub(super) fn tsc_only_reason(caps: &PmuCaps) -> String {
 
 /// Why QEMU's emulated PMU (docs/emulated-pmu.md) cannot count `spec`, if it cannot. The model
 /// counts instructions, core and reference cycles and branch instructions (Intel's
-/// architectural encodings and fixed counters, AMD's 0x76/0xC0/0xC2) and nothing else.
-pub(super) fn emulated_blocker(spec: &EventSpec, caps: &PmuCaps) -> Option<String> {
+/// architectural encodings and fixed counters, AMD's 0x76/0xC0/0xC2); with its
+/// micro-architecture model (`uarch`: the emulator's `pmu-uarch=on`) also the events of its
+/// data caches and branch predictor, plain (no CMASK, INV or EDGE).
+pub(super) fn emulated_blocker(spec: &EventSpec, caps: &PmuCaps, uarch: bool) -> Option<String> {
     let d = &spec.event;
     let s = &d.select;
     if let Some(x) = d.extra {
@@ -40,6 +42,7 @@ pub(super) fn emulated_blocker(spec: &EventSpec, caps: &PmuCaps) -> Option<Strin
             d.name
         ));
     }
+    let plain = s.cmask == 0 && !s.inv && !s.edge;
     let modelled = if d.has_gp_encoding() {
         if s.umask2 != 0 || s.in_tx || s.any_thread {
             false
@@ -47,25 +50,38 @@ pub(super) fn emulated_blocker(spec: &EventSpec, caps: &PmuCaps) -> Option<Strin
             match caps.vendor {
                 Vendor::Intel => {
                     matches!((s.code, s.umask), (0xc0 | 0xc4, 0) | (0x3c, 0 | 1))
-                        // The cache model (QEMU's `pmu-caches=on`, patch 0012) marks the LLC
-                        // events available in CPUID.0AH:EBX, and counts L1D.REPLACEMENT with
-                        // them; without it they stay marked unavailable.
-                        || (caps.arch_event_available(3)
-                            && caps.arch_event_available(4)
-                            && s.cmask == 0
-                            && !s.inv
-                            && !s.edge
-                            && matches!((s.code, s.umask), (0x2e, 0x4f | 0x41) | (0x51, 0x01)))
+                        // LLC references and misses, L1D.REPLACEMENT, branch misses retired.
+                        || (uarch
+                            && plain
+                            && matches!(
+                                (s.code, s.umask),
+                                (0x2e, 0x4f | 0x41) | (0x51, 0x01) | (0xc5, 0)
+                            ))
                 }
-                Vendor::Amd => s.umask == 0 && matches!(s.code, 0x76 | 0xc0 | 0xc2),
+                Vendor::Amd => {
+                    (s.umask == 0 && matches!(s.code, 0x76 | 0xc0 | 0xc2))
+                        // L2 requests (all; from data-cache misses), L2 misses (from data-cache
+                        // misses), the K8-era L2 requests and misses, mispredicted branches.
+                        || (uarch
+                            && plain
+                            && matches!(
+                                (s.code, s.umask),
+                                (0x60, 0xff | 0xc8) | (0x64, 0x09) | (0x7d | 0x7e, 0x07) | (0xc3, 0)
+                            ))
+                }
             }
         }
     } else {
         d.fixed.is_some_and(|i| i < 3)
     };
     (!modelled).then(|| {
+        let counts = if uarch {
+            "it counts instructions, cycles, ref-cycles, branches and, with its micro-architecture model, LLC/L2 references and misses, L1D misses and branch misses only"
+        } else {
+            "it counts instructions, cycles, ref-cycles and branches only (caches and branch misses need its micro-architecture model: `--uarch`)"
+        };
         format!(
-            "the emulated PMU (QEMU TCG model) does not model `{}`: it counts instructions, cycles, ref-cycles and branches only",
+            "the emulated PMU (QEMU TCG model) does not model `{}`: {counts}",
             d.name
         )
     })

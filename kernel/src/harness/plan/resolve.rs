@@ -89,7 +89,10 @@ pub(super) fn resolve(
         match e.resolved {
             Ok(s) => {
                 let spec = s.to_event_spec();
-                match emulated.then(|| emulated_blocker(&spec, caps)).flatten() {
+                match emulated
+                    .then(|| emulated_blocker(&spec, caps, platform.uarch_model))
+                    .flatten()
+                {
                     Some(reason) => Outcome::Unsupported(reason),
                     None => Outcome::Spec(spec),
                 }
@@ -125,7 +128,7 @@ pub(super) fn resolve_config(e: &NanoBenchEvent, caps: &PmuCaps, platform: &Plat
     } else {
         match platform
             .emulated
-            .then(|| emulated_blocker(&spec, caps))
+            .then(|| emulated_blocker(&spec, caps, platform.uarch_model))
             .flatten()
         {
             Some(reason) => Outcome::Unsupported(reason),

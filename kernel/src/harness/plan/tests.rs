@@ -20,7 +20,14 @@ fn skx() -> PmuCaps {
 
 const EMULATED: Platform = Platform {
     emulated: true,
+    uarch_model: false,
     extra_msrs: 0,
+};
+
+/// The emulated PMU with its micro-architecture model (`pmu-uarch=on`).
+const EMULATED_UARCH: Platform = Platform {
+    uarch_model: true,
+    ..EMULATED
 };
 
 fn reason_of(p: &Plan, i: usize) -> &str {
@@ -31,11 +38,11 @@ fn reason_of(p: &Plan, i: usize) -> &str {
 }
 
 /// The emulated PMU's Intel CPUID.0AH:EBX: LLC references and misses and branch misses
-/// unavailable; with QEMU's `pmu-caches=on` only branch misses.
-fn emulated_skx(caches: bool) -> PmuCaps {
+/// unavailable; with the micro-architecture model (`pmu-uarch=on`) all available.
+fn emulated_skx(uarch: bool) -> PmuCaps {
     let mut c = skx();
-    c.arch_events_unavailable = if caches {
-        1 << 6
+    c.arch_events_unavailable = if uarch {
+        0
     } else {
         (1 << 3) | (1 << 4) | (1 << 6)
     };
@@ -91,13 +98,13 @@ fn the_emulated_pmu_counts_only_the_events_it_models() {
 }
 
 #[test]
-fn the_emulated_cache_model_counts_the_llc_events_and_l1d_replacements() {
-    // With the cache model on, CPUID.0AH:EBX marks the LLC events available: they, and
-    // L1D.REPLACEMENT (r0151), are counted; their CMASK/INV/EDGE forms and other cache
+fn the_emulated_uarch_model_counts_cache_and_branch_miss_events() {
+    // With the model on, CPUID.0AH:EBX marks the LLC events and branch misses available: they,
+    // and L1D.REPLACEMENT (r0151), are counted; their CMASK/INV/EDGE forms and other cache
     // events (L2_RQSTS.MISS, r3f24) are not modelled.
-    let spec = "cache-references,cache-misses,r0151,r3f24,r0100412e,branch-misses";
-    let p = plan_with(spec, &[], &emulated_skx(true), &[], &EMULATED);
-    for i in [0, 1, 2] {
+    let spec = "cache-references,cache-misses,r0151,branch-misses,r3f24,r0100412e";
+    let p = plan_with(spec, &[], &emulated_skx(true), &[], &EMULATED_UARCH);
+    for i in [0, 1, 2, 3] {
         assert!(
             matches!(p.events[i].status, Status::Counted { .. }),
             "{} must be counted: {:?}",
@@ -105,21 +112,36 @@ fn the_emulated_cache_model_counts_the_llc_events_and_l1d_replacements() {
             p.events[i].status
         );
     }
-    for i in [3, 4] {
+    for i in [4, 5] {
         assert!(
             reason_of(&p, i).contains("does not model"),
             "{}",
             p.events[i].name
         );
     }
-    assert!(
-        reason_of(&p, 5).contains("not available"),
-        "{}",
-        reason_of(&p, 5)
-    );
-    // Without it (bits 3 and 4 set) none of them is.
+    // Without it (bits 3, 4 and 6 set) none of them is; r0151, which no CPUID bit covers,
+    // is refused as not modelled, naming the switch.
     let p = plan_with(spec, &[], &emulated_skx(false), &[], &EMULATED);
     for e in &p.events[..6] {
+        assert!(!matches!(e.status, Status::Counted { .. }), "{}", e.name);
+    }
+    assert!(reason_of(&p, 2).contains("--uarch"), "{}", reason_of(&p, 2));
+    // AMD: the L2 request and miss events, L2 requests from data-cache misses, the K8-era
+    // pair and mispredicted branches, only with the model.
+    let amd = caps("AuthenticAMD-25-1");
+    let spec = "cache-references,cache-misses,r0c860,r077d,r077e,branch-misses,r0041";
+    let p = plan_with(spec, &[], &amd, &[], &EMULATED_UARCH);
+    for e in &p.events[..6] {
+        assert!(
+            matches!(e.status, Status::Counted { .. }),
+            "{} must be counted: {:?}",
+            e.name,
+            e.status
+        );
+    }
+    assert!(reason_of(&p, 6).contains("does not model"));
+    let p = plan_with(spec, &[], &amd, &[], &EMULATED);
+    for e in &p.events {
         assert!(!matches!(e.status, Status::Counted { .. }), "{}", e.name);
     }
 }
@@ -650,8 +672,8 @@ fn extra_msrs_go_with_their_group_where_the_cpu_has_them() {
 
     // A CPU without them (RDMSR raised #GP): those lines alone are not counted.
     let only_rsp = Platform {
-        emulated: false,
         extra_msrs: 0b0011,
+        ..Platform::default()
     };
     let p = checked_with("", &cfg, &intel, &[], &only_rsp);
     assert!(
@@ -732,8 +754,8 @@ fn offcore_events_with_two_encodings_share_a_group_through_the_second_msr() {
     assert_eq!(msrs[1].1, on_bb);
     // Without MSR 0x1A7 there is no alternative: two groups.
     let rsp0 = Platform {
-        emulated: false,
         extra_msrs: 0b0001,
+        ..Platform::default()
     };
     let p = checked_with("OCR.A,OCR.B", &[], &skx(), &tables, &rsp0);
     assert_eq!(p.groups.len(), 2);
