@@ -114,6 +114,8 @@ pub struct Machine {
     pub pmu_backend: Option<String>,
     /// The counters were QEMU's emulated PMU (the `pmu` record's `emulated`).
     pub pmu_emulated: bool,
+    /// The emulated PMU models caches, branch prediction and their cycles (`--uarch`).
+    pub pmu_uarch_model: bool,
     pub tsc_hz: Option<u64>,
     pub tsc_method: Option<String>,
     /// CPUs online (the `cpus` record); `None`: a kernel that did not say (one CPU).
@@ -298,6 +300,7 @@ impl Results {
                 "pmu" => {
                     res.machine.pmu_backend = str_field(r, "backend");
                     res.machine.pmu_emulated = r.get("emulated").as_bool().unwrap_or(false);
+                    res.machine.pmu_uarch_model = r.get("uarch_model").as_bool().unwrap_or(false);
                 }
                 "bench_start" => {
                     if !config_seen {

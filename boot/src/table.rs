@@ -77,7 +77,9 @@ pub fn header(res: &Results) -> String {
         out,
         "         pmu backend {}{} | tsc {tsc}",
         m.pmu_backend.as_deref().unwrap_or("unknown"),
-        if m.pmu_emulated {
+        if m.pmu_uarch_model {
+            " (emulated: QEMU's PMU model with caches and a branch predictor, exact counts, cycles a model figure, not hardware)"
+        } else if m.pmu_emulated {
             " (emulated: QEMU's PMU model, exact counts, not hardware)"
         } else {
             ""

@@ -256,6 +256,7 @@ pub fn check(input: &Path, args: &GateArgs) -> Result<std::process::ExitCode> {
         let m = &doc["machine"];
         res.machine.pmu_backend = m["pmu_backend"].as_str().map(str::to_string);
         res.machine.pmu_emulated = m["pmu_emulated"].as_bool().unwrap_or(false);
+        res.machine.pmu_uarch_model = m["pmu_uarch_model"].as_bool().unwrap_or(false);
         res.machine.tsc_hz = m["tsc_hz"].as_u64();
         res.errors = doc["errors"]
             .as_array()
