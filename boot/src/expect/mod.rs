@@ -46,6 +46,9 @@ pub struct RunChecks {
     pub pmu: Option<String>,
     /// The counters were (true) or were not (false) the emulated PMU.
     pub emulated: Option<bool>,
+    /// The emulated PMU did (true) or did not (false) model caches and branch prediction
+    /// (`--uarch`): its cycles and cache events differ between the two.
+    pub uarch_model: Option<bool>,
     /// `"pass"`: every selftest check passed; `"pass-or-skip"`: none failed.
     pub selftest: Option<String>,
     /// `"ok"`: the kernel's `end` record says ok.
@@ -536,6 +539,20 @@ fn run_cases(r: &RunChecks, ev: &Evidence<'_>) -> Vec<Case> {
         }
         out.push(c);
     }
+    if let Some(want) = r.uarch_model {
+        let mut c = case("run", "uarch model".into(), want.to_string());
+        c.got = res.machine.pmu_uarch_model.to_string();
+        c.passed = res.machine.pmu_uarch_model == want;
+        if !c.passed {
+            c.why = Some(if want {
+                "the emulated PMU did not model caches and branch prediction (run with --uarch)"
+                    .into()
+            } else {
+                "the emulated PMU modelled caches and branch prediction (--uarch): its cycles and cache events are another model's".into()
+            });
+        }
+        out.push(c);
+    }
     if let Some(want) = &r.selftest {
         let mut c = case("run", "selftest".into(), want.clone());
         match ev.records {
@@ -622,6 +639,10 @@ pub fn expectations_of(res: &Results, source: &str) -> String {
         let _ = writeln!(out, "pmu = \"{b}\"");
     }
     let _ = writeln!(out, "emulated = {}", res.machine.pmu_emulated);
+    // Only when on, so that files written without it stay as they were.
+    if res.machine.pmu_uarch_model {
+        let _ = writeln!(out, "uarch_model = true");
+    }
     for b in &res.benchmarks {
         let several = res
             .benchmarks

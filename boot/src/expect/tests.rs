@@ -186,3 +186,23 @@ fn junit_and_markdown_hold_every_check() {
         "{m}"
     );
 }
+
+#[test]
+fn the_uarch_model_is_checked_and_written_only_when_on() {
+    // The log's PMU has no `uarch_model`: a run without --uarch.
+    let cases = check("[run]\nuarch_model = true\n");
+    assert_eq!(cases.len(), 1);
+    assert!(!cases[0].passed);
+    assert!(
+        cases[0].why.as_deref().unwrap().contains("--uarch"),
+        "{cases:?}"
+    );
+    assert!(check("[run]\nuarch_model = false\n")[0].passed);
+    let text = log();
+    let mut res = Results::from_records(&records_of_log(&text));
+    assert!(!expectations_of(&res, "serial.log").contains("uarch_model"));
+    res.machine.pmu_uarch_model = true;
+    let written = expectations_of(&res, "serial.log");
+    assert!(written.contains("\nuarch_model = true\n"), "{written}");
+    assert!(Spec::parse(&written).unwrap().run.uarch_model == Some(true));
+}
