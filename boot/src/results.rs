@@ -116,6 +116,10 @@ pub struct Machine {
     pub pmu_emulated: bool,
     /// The emulated PMU models caches, branch prediction and their cycles (`--uarch`).
     pub pmu_uarch_model: bool,
+    /// Its cycle model's stall cycles: an L2, a last-level and a memory load line, a
+    /// misprediction (the `pmu` record's `uarch_latencies`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pmu_uarch_latencies: Option<[u64; 4]>,
     pub tsc_hz: Option<u64>,
     pub tsc_method: Option<String>,
     /// CPUs online (the `cpus` record); `None`: a kernel that did not say (one CPU).
@@ -301,6 +305,12 @@ impl Results {
                     res.machine.pmu_backend = str_field(r, "backend");
                     res.machine.pmu_emulated = r.get("emulated").as_bool().unwrap_or(false);
                     res.machine.pmu_uarch_model = r.get("uarch_model").as_bool().unwrap_or(false);
+                    let lat = r.get("uarch_latencies");
+                    res.machine.pmu_uarch_latencies = ["l2", "llc", "mem", "mispredict"]
+                        .iter()
+                        .map(|k| lat[*k].as_u64())
+                        .collect::<Option<Vec<u64>>>()
+                        .and_then(|v| v.try_into().ok());
                 }
                 "bench_start" => {
                     if !config_seen {

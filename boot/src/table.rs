@@ -73,17 +73,20 @@ pub fn header(res: &Results) -> String {
         (Some(hz), method) => format!("{} ({})", mhz(hz), method.unwrap_or("?")),
         (None, method) => format!("frequency unknown ({})", method.unwrap_or("no method")),
     };
+    let model = match (m.pmu_uarch_model, m.pmu_uarch_latencies) {
+        (true, Some([l2, llc, mem, mispredict])) => format!(
+            " (emulated: QEMU's PMU model with caches and a branch predictor, exact counts, cycles a model figure: instructions + stalls of {l2} per L2 line, {llc} per LLC line, {mem} per memory line, {mispredict} per misprediction; not hardware)"
+        ),
+        (true, None) => " (emulated: QEMU's PMU model with caches and a branch predictor, exact counts, cycles a model figure, not hardware)".into(),
+        (false, _) if m.pmu_emulated => {
+            " (emulated: QEMU's PMU model, exact counts, not hardware)".into()
+        }
+        (false, _) => String::new(),
+    };
     let _ = writeln!(
         out,
-        "         pmu backend {}{} | tsc {tsc}",
+        "         pmu backend {}{model} | tsc {tsc}",
         m.pmu_backend.as_deref().unwrap_or("unknown"),
-        if m.pmu_uarch_model {
-            " (emulated: QEMU's PMU model with caches and a branch predictor, exact counts, cycles a model figure, not hardware)"
-        } else if m.pmu_emulated {
-            " (emulated: QEMU's PMU model, exact counts, not hardware)"
-        } else {
-            ""
-        }
     );
     let _ = writeln!(
         out,

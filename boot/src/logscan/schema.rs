@@ -140,6 +140,7 @@ const FIELDS: &[(&str, &[&str])] = &[
             "backend",
             "emulated",
             "uarch_model",
+            "uarch_latencies",
             "reason",
             "kind",
             "gp_counters",

@@ -560,13 +560,24 @@ pub(super) fn report_pmu(cpu: &CpuInfo) {
         cpuid::summary(&intel, &amd, cpu.vendor.as_str())
     };
     let caps = d.caps;
+    let latencies = cpu.tcg_uarch_latencies.filter(|_| uarch_model);
     record("pmu", |r| {
-        r.str("discovery", "cpuid+msr-probe")
+        let r = r
+            .str("discovery", "cpuid+msr-probe")
             .str("summary", summary)
             .str("backend", backend)
             .bool("emulated", emulated)
-            .bool("uarch_model", uarch_model)
-            .str("reason", &d.reason)
+            .bool("uarch_model", uarch_model);
+        let r = match latencies {
+            Some([l2, llc, mem, mispredict]) => r.object("uarch_latencies", |o| {
+                o.u64("l2", l2.into())
+                    .u64("llc", llc.into())
+                    .u64("mem", mem.into())
+                    .u64("mispredict", mispredict.into())
+            }),
+            None => r.null("uarch_latencies"),
+        };
+        r.str("reason", &d.reason)
             .opt_str("hypervisor", cpu.hypervisor_name)
             .str(
                 "kind",

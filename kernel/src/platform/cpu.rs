@@ -85,6 +85,9 @@ pub struct CpuInfo {
     /// also models the micro-architecture (`pmu-uarch=on`: data caches, a branch predictor, and
     /// cycles with their stalls; docs/emulated-pmu.md). Plain QEMU returns 0 there.
     pub tcg_uarch_model: bool,
+    /// With it, the cycle model's stall cycles from the same leaf: a load line from L2, from the
+    /// last level, from memory, and a mispredicted branch (EBX and ECX, 16 bits each).
+    pub tcg_uarch_latencies: Option<[u16; 4]>,
     pub features: Features,
 }
 
@@ -144,9 +147,15 @@ pub fn identify_with<R: CpuIdReader>(reader: R) -> CpuInfo {
     } else {
         (None, None)
     };
-    let tcg_uarch_model = hypervisor_name == Some("tcg")
-        && raw_cpuid_leaf(&reader, 0x4000_0000)[0] >= 0x4000_0001
-        && raw_cpuid_leaf(&reader, 0x4000_0001)[0] & 1 != 0;
+    let tcg_leaf = (hypervisor_name == Some("tcg")
+        && raw_cpuid_leaf(&reader, 0x4000_0000)[0] >= 0x4000_0001)
+        .then(|| raw_cpuid_leaf(&reader, 0x4000_0001));
+    let tcg_uarch_model = tcg_leaf.is_some_and(|l| l[0] & 1 != 0);
+    let tcg_uarch_latencies = tcg_leaf.filter(|_| tcg_uarch_model).map(|l| {
+        let lo = |v: u32| v as u16;
+        let hi = |v: u32| (v >> 16) as u16;
+        [lo(l[1]), hi(l[1]), lo(l[2]), hi(l[2])]
+    });
     CpuInfo {
         vendor,
         family,
@@ -158,6 +167,7 @@ pub fn identify_with<R: CpuIdReader>(reader: R) -> CpuInfo {
         hypervisor_signature,
         hypervisor_name,
         tcg_uarch_model,
+        tcg_uarch_latencies,
         features,
     }
 }
