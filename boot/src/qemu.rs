@@ -139,6 +139,8 @@ pub struct QemuOptions {
     /// The emulated PMU's micro-architecture model (QEMU's `pmu-uarch=on`, with `pmu_model`):
     /// data caches, a branch predictor, cycles with their stalls.
     pub pmu_uarch: bool,
+    /// The cycle model's latencies to set (`pmu-lat-<key>=<cycles>`), from [`parse_uarch_latency`].
+    pub pmu_uarch_latencies: Vec<(&'static str, u32)>,
     /// CPUs (`-smp N`, 1..=[`SMP_MAX`]); 1 leaves `-smp` out (QEMU's default, one CPU).
     pub smp: u32,
 }
@@ -146,6 +148,30 @@ pub struct QemuOptions {
 /// The most CPUs `--smp` gives QEMU's q35 machine (its limit in the QEMU versions baremark
 /// runs on; docs/platforms.md has the 288-CPU row).
 pub use crate::image::SMP_MAX;
+
+/// The cycle model's latencies `--uarch-latency` sets (the emulator's `pmu-lat-*`).
+pub const UARCH_LATENCIES: [&str; 4] = ["l2", "llc", "mem", "mispredict"];
+
+/// One `--uarch-latency KEY=CYCLES`: stall cycles of a load line from L2, from the last
+/// level, from memory, or of a mispredicted branch.
+pub fn parse_uarch_latency(item: &str) -> Result<(&'static str, u32), String> {
+    let (key, value) = item.split_once('=').ok_or_else(|| {
+        format!("`{item}`: give KEY=CYCLES, e.g. mem=250 (keys: l2, llc, mem, mispredict)")
+    })?;
+    let key = UARCH_LATENCIES
+        .iter()
+        .find(|k| **k == key.trim())
+        .ok_or_else(|| {
+            format!("`{key}` is not a latency of the model: l2, llc, mem or mispredict")
+        })?;
+    let cycles = value
+        .trim()
+        .parse::<u32>()
+        .ok()
+        .filter(|c| *c <= 65535)
+        .ok_or_else(|| format!("`{value}`: the {key} latency is a number of cycles, 0 to 65535"))?;
+    Ok((*key, cycles))
+}
 
 /// `--smp N`: 1 to [`SMP_MAX`] CPUs.
 pub fn parse_smp(s: &str) -> Result<u32, String> {
@@ -173,6 +199,7 @@ impl QemuOptions {
             binary: None,
             pmu_model: None,
             pmu_uarch: false,
+            pmu_uarch_latencies: Vec::new(),
             smp: 1,
         }
     }
@@ -305,7 +332,11 @@ pub fn command(qemu: &Path, image: &Path, opts: &QemuOptions, scratch: &Path) ->
             };
             let cpu = match opts.pmu_model {
                 Some(m) if opts.pmu_uarch => {
-                    format!("{model},pmu-model={},pmu-uarch=on", m.name())
+                    let mut cpu = format!("{model},pmu-model={},pmu-uarch=on", m.name());
+                    for (key, cycles) in &opts.pmu_uarch_latencies {
+                        cpu += &format!(",pmu-lat-{key}={cycles}");
+                    }
+                    cpu
                 }
                 Some(m) => format!("{model},pmu-model={}", m.name()),
                 None => model,
@@ -407,7 +438,20 @@ mod tests {
             after(&args(&opts), "-cpu"),
             "EPYC,pmu-model=amd-v2,pmu-uarch=on"
         );
+        opts.pmu_uarch_latencies = ["mem=250", "l2= 12"]
+            .iter()
+            .map(|i| parse_uarch_latency(i).unwrap())
+            .collect();
+        assert_eq!(
+            after(&args(&opts), "-cpu"),
+            "EPYC,pmu-model=amd-v2,pmu-uarch=on,pmu-lat-mem=250,pmu-lat-l2=12"
+        );
+        for bad in ["mem", "l3=4", "mem=-1", "mem=70000", "mem=x"] {
+            let e = parse_uarch_latency(bad).unwrap_err();
+            assert!(e.contains('`'), "{bad}: {e}");
+        }
         opts.pmu_uarch = false;
+        opts.pmu_uarch_latencies.clear();
 
         opts.pmu_model = None;
         assert_eq!(after(&args(&opts), "-cpu"), "EPYC");

@@ -176,6 +176,17 @@ struct QemuArgs {
     /// then count; cycles are a model figure; about 1.7x slower (docs/emulated-pmu.md).
     #[arg(long, requires = "pmu")]
     uarch: bool,
+    /// With `--uarch`: the cycle model's stall cycles, `KEY=CYCLES` for a load line from `l2`,
+    /// `llc`, `mem`ory, or a `mispredict`ed branch (defaults 4, 12, 24, 15; e.g.
+    /// `l2=12,llc=42,mem=250,mispredict=16` for a Skylake's pointer-chase latencies).
+    #[arg(
+        long,
+        value_name = "KEY=CYCLES,...",
+        requires = "uarch",
+        value_delimiter = ',',
+        value_parser = baremark::qemu::parse_uarch_latency
+    )]
+    uarch_latency: Vec<(&'static str, u32)>,
 }
 
 /// `--pmu`: where counters come from.
@@ -461,6 +472,7 @@ fn prepare_boot(args: QemuArgs, config: RunConfig) -> Result<(BootRequest, Strin
         qemu.icount = Some(args.icount.unwrap_or(0));
         qemu.pmu_model = Some(args.pmu_model);
         qemu.pmu_uarch = args.uarch;
+        qemu.pmu_uarch_latencies = args.uarch_latency.clone();
         qemu.binary = Some(baremark::qemu::emulated_pmu_qemu()?);
     } else {
         // Make sure QEMU is there before spending time on anything else.
