@@ -225,6 +225,38 @@ pub struct Trace;
 impl Trace {
     pub const RECORD: usize = 16;
 
+    /// Reads the records from `reader` one after the other (a trace of a whole boot holds tens
+    /// of millions: they are not all kept), calling `f` with each and its index; the first error
+    /// of `f` stops the reading. Returns the number of records.
+    pub fn for_each(
+        mut reader: impl std::io::Read,
+        mut f: impl FnMut(usize, TraceRecord) -> Result<(), String>,
+    ) -> Result<usize, String> {
+        let mut buf = vec![0u8; Self::RECORD << 16];
+        let (mut n, mut held) = (0, 0);
+        loop {
+            let got = reader
+                .read(&mut buf[held..])
+                .map_err(|e| format!("reading the trace: {e}"))?;
+            if got == 0 {
+                if held != 0 {
+                    return Err(format!(
+                        "{held} bytes after record {n}: not a whole record (a trace cut short?)"
+                    ));
+                }
+                return Ok(n);
+            }
+            held += got;
+            let whole = held - held % Self::RECORD;
+            for r in Self::parse(&buf[..whole])? {
+                f(n, r)?;
+                n += 1;
+            }
+            buf.copy_within(whole..held, 0);
+            held -= whole;
+        }
+    }
+
     pub fn parse(bytes: &[u8]) -> Result<Vec<TraceRecord>, String> {
         if !bytes.len().is_multiple_of(Self::RECORD) {
             return Err(format!(
@@ -407,6 +439,17 @@ mod tests {
             }]
         );
         assert!(Trace::parse(&r[..15]).is_err());
+        // Read in pieces: the same record; a cut-short trace is an error.
+        let two = [r.clone(), r.clone()].concat();
+        let mut seen = Vec::new();
+        let n = Trace::for_each(&two[..], |i, rec| {
+            seen.push((i, rec));
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(n, 2);
+        assert_eq!(seen[1], (1, t[0]));
+        assert!(Trace::for_each(&two[..20], |_, _| Ok(())).is_err());
     }
 
     #[test]
