@@ -101,6 +101,19 @@ pub(super) fn resolve(
                 parse::ErrorKind::UnknownName(n) => {
                     other_core_type_reason(n, caps, tables).unwrap_or_else(|| err.kind.to_string())
                 }
+                // LLC references and misses and branch misses (architectural events 3, 4
+                // and 6), which the emulated PMU's CPUID marks unavailable without its
+                // micro-architecture model.
+                parse::ErrorKind::NotAvailable(r)
+                    if emulated
+                        && !platform.uarch_model
+                        && ["bit 3 ", "bit 4 ", "bit 6 "].iter().any(|b| r.contains(b)) =>
+                {
+                    format!(
+                        "{}; the emulated PMU counts it with its micro-architecture model (`--uarch`)",
+                        err.kind
+                    )
+                }
                 kind => kind.to_string(),
             }),
         }
