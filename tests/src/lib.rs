@@ -407,6 +407,13 @@ pub fn boot_emulated_uarch(
     outcome
 }
 
+/// The median of some timings (the upper middle one of an even count).
+pub fn median_duration(v: &[Duration]) -> Duration {
+    let mut v = v.to_vec();
+    v.sort();
+    v[v.len() / 2]
+}
+
 /// One boot of the floor image ([`baremark::image::floor_image`]).
 #[derive(Clone, Copy, Debug)]
 pub struct FloorBoot {

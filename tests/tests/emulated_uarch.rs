@@ -35,15 +35,20 @@ fn events(model: PmuModel) -> &'static str {
     }
 }
 
+/// The default suite's payloads whose name `keep` accepts, as run.cfg takes them.
+fn suite_payloads(keep: impl Fn(&str) -> bool) -> Vec<(String, Vec<u8>)> {
+    baremark::payloads::suite_payloads("default")
+        .expect("the default suite")
+        .iter()
+        .filter(|p| keep(p.name))
+        .map(|p| (p.name.to_string(), p.elf.to_vec()))
+        .collect()
+}
+
 fn suite_run(model: PmuModel) -> RunOutcome {
-    let payloads = baremark::payloads::suite_payloads("default").expect("the default suite");
     let config = RunConfig {
         timer_checks: false,
-        payloads: payloads
-            .iter()
-            .filter(|p| CHASES.contains(&p.name) || BRANCHES.contains(&p.name))
-            .map(|p| (p.name.to_string(), p.elf.to_vec()))
-            .collect(),
+        payloads: suite_payloads(|name| CHASES.contains(&name) || BRANCHES.contains(&name)),
         events: Some(events(model).to_string()),
         reps: Some(3),
         warmup: Some(1),
@@ -308,14 +313,9 @@ fn the_suite_on_the_amd_model() {
 fn replay(model: PmuModel, payload: &str, levels: &[Geometry; 3]) -> ([u64; 3], [u64; 3]) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("trace.bin");
-    let payloads = baremark::payloads::suite_payloads("default").expect("the default suite");
     let config = RunConfig {
         timer_checks: false,
-        payloads: payloads
-            .iter()
-            .filter(|p| p.name == payload)
-            .map(|p| (p.name.to_string(), p.elf.to_vec()))
-            .collect(),
+        payloads: suite_payloads(|name| name == payload),
         events: Some("cache-misses".into()),
         reps: Some(1),
         warmup: Some(0),

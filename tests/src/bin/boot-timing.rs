@@ -14,27 +14,21 @@ use std::time::Duration;
 
 use baremark::image::{Firmware, RunConfig};
 use baremark::session::Verdict;
-use baremark_tests::{boot_floor, boot_with_text_time};
+use baremark_tests::{boot_floor, boot_with_text_time, median_duration};
 
 const TIMEOUT: Duration = Duration::from_secs(120);
 /// OVMF's serial line as it starts the bootloader: the end of the firmware's part of a UEFI
 /// boot.
 const OVMF_HANDOVER: &str = "BdsDxe: starting Boot";
 
-fn median(v: &[Duration]) -> Duration {
-    let mut v = v.to_vec();
-    v.sort();
-    v[v.len() / 2]
-}
-
 fn row(image: &str, event: &str, v: &[Duration], floor: Duration) {
     let ms = |d: Duration| d.as_secs_f64() * 1000.0;
     println!(
         "{image:<6} {event:<13} {:>7.0} {:>7.0} {:>7.0} {:>7.1}x",
         ms(*v.iter().min().unwrap()),
-        ms(median(v)),
+        ms(median_duration(v)),
         ms(*v.iter().max().unwrap()),
-        median(v).as_secs_f64() / floor.as_secs_f64()
+        median_duration(v).as_secs_f64() / floor.as_secs_f64()
     );
 }
 
@@ -78,7 +72,7 @@ fn main() {
             end[i].push(outcome.end_record_after.expect("end record"));
         }
     }
-    let floor = median(&floor_line);
+    let floor = median_duration(&floor_line);
     println!(
         "boot timing under TCG, {runs} runs each, interleaved (milliseconds from QEMU's start)"
     );
@@ -102,6 +96,6 @@ fn main() {
     println!("OVMF done: OVMF's `{OVMF_HANDOVER}` line, as it starts the bootloader");
     println!(
         "bios first record: {:.1}x the floor (target: 5x or less)",
-        median(&first[0]).as_secs_f64() / floor.as_secs_f64()
+        median_duration(&first[0]).as_secs_f64() / floor.as_secs_f64()
     );
 }

@@ -12,16 +12,10 @@ use std::time::{Duration, Instant};
 use baremark::image::Overhead;
 use baremark::qemu::PmuModel;
 use baremark::session::RunOutcome;
-use baremark_tests::{boot_emulated_ok, boot_emulated_uarch, suite_config};
+use baremark_tests::{boot_emulated_ok, boot_emulated_uarch, median_duration, suite_config};
 
 const TIMEOUT: Duration = Duration::from_secs(600);
 const EVENTS: &str = "cycles,instructions,branches";
-
-fn median(v: &[Duration]) -> Duration {
-    let mut v = v.to_vec();
-    v.sort();
-    v[v.len() / 2]
-}
 
 /// Every counted result's median per iteration, by benchmark and event.
 fn counts(o: &RunOutcome, event: &str) -> Vec<(String, f64)> {
@@ -69,13 +63,13 @@ fn main() {
         println!(
             "{name:<8} {:>7.2} {:>7.2} {:>7.2}",
             s(*v.iter().min().unwrap()),
-            s(median(v)),
+            s(median_duration(v)),
             s(*v.iter().max().unwrap())
         );
     }
     println!(
         "slowdown: {:.2}x (median on / median off)",
-        s(median(&on)) / s(median(&off))
+        s(median_duration(&on)) / s(median_duration(&off))
     );
     let mut same = true;
     for event in ["instructions", "branches"] {

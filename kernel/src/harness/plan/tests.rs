@@ -30,6 +30,15 @@ const EMULATED_UARCH: Platform = Platform {
     ..EMULATED
 };
 
+fn assert_counted(p: &Plan, i: usize) {
+    assert!(
+        matches!(p.events[i].status, Status::Counted { .. }),
+        "{} must be counted: {:?}",
+        p.events[i].name,
+        p.events[i].status
+    );
+}
+
 fn reason_of(p: &Plan, i: usize) -> &str {
     match &p.events[i].status {
         Status::Unsupported { reason } => reason,
@@ -54,12 +63,7 @@ fn the_emulated_pmu_counts_only_the_events_it_models() {
     let spec = "cycles,instructions,branches,ref-cycles,branch-misses,cache-misses,r01c2,cycles:u,instructions:k";
     let p = plan_with(spec, &[], &emulated_skx(false), &[], &EMULATED);
     for i in [0, 1, 2, 3, 7, 8] {
-        assert!(
-            matches!(p.events[i].status, Status::Counted { .. }),
-            "{} must be counted: {:?}",
-            p.events[i].name,
-            p.events[i].status
-        );
+        assert_counted(&p, i);
     }
     // branch-misses and cache-misses are refused by CPUID.0AH:EBX already, r01c2 as the
     // emulated PMU's.
@@ -105,12 +109,7 @@ fn the_emulated_uarch_model_counts_cache_and_branch_miss_events() {
     let spec = "cache-references,cache-misses,r0151,branch-misses,r3f24,r0100412e";
     let p = plan_with(spec, &[], &emulated_skx(true), &[], &EMULATED_UARCH);
     for i in [0, 1, 2, 3] {
-        assert!(
-            matches!(p.events[i].status, Status::Counted { .. }),
-            "{} must be counted: {:?}",
-            p.events[i].name,
-            p.events[i].status
-        );
+        assert_counted(&p, i);
     }
     for i in [4, 5] {
         assert!(
@@ -133,13 +132,8 @@ fn the_emulated_uarch_model_counts_cache_and_branch_miss_events() {
     let amd = caps("AuthenticAMD-25-1");
     let spec = "cache-references,cache-misses,r0c860,r077d,r077e,branch-misses,r0041";
     let p = plan_with(spec, &[], &amd, &[], &EMULATED_UARCH);
-    for e in &p.events[..6] {
-        assert!(
-            matches!(e.status, Status::Counted { .. }),
-            "{} must be counted: {:?}",
-            e.name,
-            e.status
-        );
+    for i in 0..6 {
+        assert_counted(&p, i);
     }
     assert!(reason_of(&p, 6).contains("does not model"));
     let p = plan_with(spec, &[], &amd, &[], &EMULATED);
